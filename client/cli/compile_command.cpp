@@ -1,0 +1,110 @@
+#include "compile_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "compile_json.h"
+#include "exit_codes.h"
+#include "include_resolver.h"
+#include "kjit/client.h"
+
+namespace kjit::cli {
+namespace {
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::optional<InputKind> kind_of(const CompileArgs& args) {
+  if (!args.kind.empty()) return parse_input_kind(args.kind);
+  std::string ext = std::filesystem::path(args.file).extension().string();
+  if (ext == ".cu" || ext == ".cuh") return InputKind::cuda_source;
+  if (ext == ".ptx") return InputKind::ptx;
+  return std::nullopt;
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "kjit compile: %s\n", message.c_str());
+  return k_exit_usage;
+}
+
+}  // namespace
+
+CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
+  CLI::App* cmd = app.add_subcommand("compile", "compile a CUDA C++ (.cu) or PTX (.ptx) file to a cubin");
+  cmd->add_option("file", args.file, "input file (.cu or .ptx)")->required();
+  cmd->add_option("--target,-t", args.target, "target, e.g. cuda:90 (default: the daemon's)");
+  cmd->add_option("-o,--output", args.output, "output file (default: <input stem>.cubin or .ptx)");
+  cmd->add_flag("--ptx", args.ptx, "stop at PTX (CUDA C++ input only)");
+  cmd->add_flag("--json", args.json, "print the response's metadata as one JSON object");
+  cmd->add_option("-I,--include-dir", args.include_dirs, "search DIR for included headers (sent with the request)");
+  cmd->add_option("-D,--define", args.defines, "define a macro: NAME or NAME=VALUE");
+  cmd->add_option("--name-expr", args.name_expressions, "a template instantiation to compile, e.g. 'scale<float>'");
+  cmd->add_option("--option,-X", args.options, "a compiler option to pass, e.g. -X=-lineinfo");
+  cmd->add_option("--kind", args.kind, "input kind when the extension does not say: cuda-source or ptx");
+  return cmd;
+}
+
+int run_compile(const CompileArgs& args, const std::string& socket_path) {
+  std::optional<InputKind> kind = kind_of(args);
+  if (!kind) return usage_error("cannot tell the input kind of '" + args.file + "': use a .cu or .ptx file, or --kind");
+  if (args.ptx && *kind != InputKind::cuda_source) return usage_error("--ptx needs CUDA C++ input");
+  std::optional<std::string> source = read_file(args.file);
+  if (!source) return usage_error("cannot read " + args.file);
+
+  CompileRequest request;
+  request.input_kind = *kind;
+  request.input = std::move(*source);
+  request.input_name = std::filesystem::path(args.file).filename().string();
+  request.target = args.target;
+  request.artifact = args.ptx ? ArtifactKind::ptx : ArtifactKind::cubin;
+  request.name_expressions = args.name_expressions;
+  for (const std::string& define : args.defines) request.options.push_back("-D" + define);
+  request.options.insert(request.options.end(), args.options.begin(), args.options.end());
+
+  if (*kind == InputKind::cuda_source) {
+    std::vector<std::filesystem::path> dirs(args.include_dirs.begin(), args.include_dirs.end());
+    Result<ResolvedHeaders> headers = resolve_includes(args.file, request.input, dirs);
+    if (!headers) return usage_error(headers.error().message);
+    for (const std::string& warning : headers->warnings) std::fprintf(stderr, "kjit: warning: %s\n", warning.c_str());
+    request.headers = std::move(headers->headers);
+  } else if (!args.include_dirs.empty()) {
+    return usage_error("-I applies to CUDA C++ input only");
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  Client client(socket_path);
+  Result<CompileResult> result = client.compile(request);
+  double client_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!result) return report_error(result.error(), socket_path);
+
+  std::string output = args.output;
+  if (output.empty())
+    output = std::filesystem::path(args.file).stem().string() + (result->artifact_kind == ArtifactKind::ptx ? ".ptx" : ".cubin");
+  if (output != "-") {
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
+    out.write(result->artifact.data(), static_cast<std::streamsize>(result->artifact.size()));
+    if (!out) return usage_error("cannot write " + output);
+  }
+
+  if (args.json) {
+    nlohmann::json json = compile_result_to_json(*result);
+    json["output"] = output;
+    json["client_ms"] = client_ms;
+    std::cout << json.dump() << std::endl;
+  } else {
+    if (output == "-") std::cout.write(result->artifact.data(), static_cast<std::streamsize>(result->artifact.size()));
+    if (!result->log.empty()) std::fputs(result->log.c_str(), stderr);
+  }
+  return k_exit_ok;
+}
+
+}  // namespace kjit::cli

@@ -1,0 +1,27 @@
+// `kjit compile FILE ...`: send a .cu or .ptx file to kjitd, write the cubin
+// (or PTX), optionally print the response's metadata as JSON.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace kjit::cli {
+
+struct CompileArgs {
+  std::string file;
+  std::string target;
+  std::string output;
+  std::string kind;  // overrides the extension: cuda-source, ptx
+  bool ptx = false;
+  bool json = false;
+  std::vector<std::string> include_dirs;
+  std::vector<std::string> defines;
+  std::vector<std::string> name_expressions;
+  std::vector<std::string> options;
+};
+
+CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);
+int run_compile(const CompileArgs& args, const std::string& socket_path);
+
+}  // namespace kjit::cli

@@ -1,0 +1,41 @@
+#include "compile_json.h"
+
+namespace kjit::cli {
+namespace {
+nlohmann::json dims(const Dim3& d) { return nlohmann::json::array({d.x, d.y, d.z}); }
+}  // namespace
+
+nlohmann::json kernel_to_json(const KernelInfo& kernel) {
+  return {
+      {"name", kernel.name},
+      {"lowered_name", kernel.lowered_name},
+      {"registers", kernel.registers},
+      {"static_shared_bytes", kernel.static_shared_bytes},
+      {"shared_section_bytes", kernel.shared_section_bytes},
+      {"local_bytes", kernel.local_bytes},
+      {"max_threads_per_block", kernel.max_threads_per_block},
+      {"required_threads", dims(kernel.required_threads)},
+      {"cluster_dims", dims(kernel.cluster_dims)},
+      {"max_registers", kernel.max_registers},
+      {"param_bytes", kernel.param_bytes},
+  };
+}
+
+nlohmann::json compile_result_to_json(const CompileResult& result) {
+  nlohmann::json timings = nlohmann::json::object();
+  for (const StageTiming& t : result.timings) timings[t.stage] = t.ms;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelInfo& k : result.kernels) kernels.push_back(kernel_to_json(k));
+  return {
+      {"target", result.target},
+      {"artifact_kind", std::string(to_string(result.artifact_kind))},
+      {"artifact_size", result.artifact.size()},
+      {"timings_ms", timings},
+      {"server_ms", result.server_ms},
+      {"kernels", kernels},
+      {"lowered_names", result.lowered_names},
+      {"log", result.log},
+  };
+}
+
+}  // namespace kjit::cli

@@ -1,0 +1,50 @@
+// kjit: the command line client of kjitd.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "compile_command.h"
+#include "exit_codes.h"
+#include "kjit/client.h"
+#include "kjit/socket_path.h"
+
+namespace {
+
+int run_health(const std::string& socket_path) {
+  kjit::Client client(socket_path, {std::chrono::seconds(10)});
+  kjit::Result<std::string> status = client.health();
+  if (!status) return kjit::cli::report_error(status.error(), socket_path);
+  std::printf("%s\n", status->c_str());
+  return *status == "SERVING" ? kjit::cli::k_exit_ok : kjit::cli::k_exit_compile_error;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kjit — client of the kjit JIT kernel compilation daemon"};
+  app.require_subcommand(1);
+  std::string socket;
+  app.add_option("--socket,-s", socket, "kjitd's unix socket (default: $KJIT_SOCKET, then the daemon's default)");
+
+  kjit::cli::CompileArgs compile_args;
+  CLI::App* compile = kjit::cli::add_compile_command(app, compile_args);
+  // --socket is accepted after the subcommand too.
+  compile->add_option("--socket,-s", socket, "kjitd's unix socket");
+  CLI::App* health = app.add_subcommand("health", "ask kjitd whether it is serving");
+  health->add_option("--socket,-s", socket, "kjitd's unix socket");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kjit::cli::k_exit_usage;
+  }
+
+  std::string socket_path = kjit::resolve_socket_path(socket);
+  if (*compile) return kjit::cli::run_compile(compile_args, socket_path);
+  if (*health) return run_health(socket_path);
+  return kjit::cli::k_exit_usage;
+}

@@ -1,0 +1,50 @@
+// Value types shared by the kjit client API and the compiler core: what goes
+// in (input kinds, artifacts) and what a compiled kernel looks like.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit {
+
+enum class InputKind { cuda_source, ptx, llvm_ir, llvm_bitcode, hip_source };
+enum class ArtifactKind { cubin, ptx };
+
+// Spellings used on the command line, in JSON and in logs ("cuda-source").
+std::string_view to_string(InputKind kind);
+std::string_view to_string(ArtifactKind kind);
+std::optional<InputKind> parse_input_kind(std::string_view text);
+std::optional<ArtifactKind> parse_artifact_kind(std::string_view text);
+
+struct Dim3 {
+  uint32_t x = 0, y = 0, z = 0;
+  bool is_set() const { return x != 0 || y != 0 || z != 0; }
+  bool operator==(const Dim3&) const = default;
+};
+
+// What a compiled kernel needs at launch, read from the binary itself.
+// Zero means "not constrained by the binary".
+struct KernelInfo {
+  std::string name;           // source-level name: "vector_add", "scale<float>"
+  std::string lowered_name;   // the symbol in the binary, as given to cuModuleGetFunction
+  uint32_t registers = 0;     // per thread
+  uint32_t static_shared_bytes = 0;   // as ptxas reports it (-Xptxas -v)
+  uint32_t shared_section_bytes = 0;  // size of .nv.shared.<kernel>; larger on sm_90+
+  uint32_t local_bytes = 0;           // per-thread stack frame
+  uint32_t max_threads_per_block = 0; // __launch_bounds__ / .maxntid
+  Dim3 required_threads;              // .reqntid
+  Dim3 cluster_dims;                  // __cluster_dims__ / .reqnctapercluster
+  uint32_t max_registers = 0;         // .maxnreg / maxrregcount
+  uint32_t param_bytes = 0;           // size of the kernel parameter buffer
+  bool operator==(const KernelInfo&) const = default;
+};
+
+struct StageTiming {
+  std::string stage;  // "nvrtc", "nvjitlink", ...
+  double ms = 0;
+};
+
+}  // namespace kjit

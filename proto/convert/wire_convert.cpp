@@ -1,0 +1,73 @@
+#include "convert/wire_convert.h"
+
+namespace kjit {
+
+v1::InputKind to_proto(InputKind kind) {
+  switch (kind) {
+    case InputKind::cuda_source: return v1::INPUT_KIND_CUDA_SOURCE;
+    case InputKind::ptx: return v1::INPUT_KIND_PTX;
+    case InputKind::llvm_ir: return v1::INPUT_KIND_LLVM_IR;
+    case InputKind::llvm_bitcode: return v1::INPUT_KIND_LLVM_BITCODE;
+    case InputKind::hip_source: return v1::INPUT_KIND_HIP_SOURCE;
+  }
+  return v1::INPUT_KIND_UNSPECIFIED;
+}
+
+std::optional<InputKind> from_proto(v1::InputKind kind) {
+  switch (kind) {
+    case v1::INPUT_KIND_CUDA_SOURCE: return InputKind::cuda_source;
+    case v1::INPUT_KIND_PTX: return InputKind::ptx;
+    case v1::INPUT_KIND_LLVM_IR: return InputKind::llvm_ir;
+    case v1::INPUT_KIND_LLVM_BITCODE: return InputKind::llvm_bitcode;
+    case v1::INPUT_KIND_HIP_SOURCE: return InputKind::hip_source;
+    default: return std::nullopt;
+  }
+}
+
+v1::ArtifactKind to_proto(ArtifactKind kind) {
+  return kind == ArtifactKind::ptx ? v1::ARTIFACT_KIND_PTX : v1::ARTIFACT_KIND_CUBIN;
+}
+
+ArtifactKind from_proto(v1::ArtifactKind kind) {
+  return kind == v1::ARTIFACT_KIND_PTX ? ArtifactKind::ptx : ArtifactKind::cubin;
+}
+
+void to_proto(const Dim3& dims, v1::Dim3& out) {
+  out.set_x(dims.x);
+  out.set_y(dims.y);
+  out.set_z(dims.z);
+}
+
+Dim3 from_proto(const v1::Dim3& dims) { return Dim3{dims.x(), dims.y(), dims.z()}; }
+
+void to_proto(const KernelInfo& info, v1::KernelInfo& out) {
+  out.set_name(info.name);
+  out.set_lowered_name(info.lowered_name);
+  out.set_registers(info.registers);
+  out.set_static_shared_bytes(info.static_shared_bytes);
+  out.set_shared_section_bytes(info.shared_section_bytes);
+  out.set_local_bytes(info.local_bytes);
+  out.set_max_threads_per_block(info.max_threads_per_block);
+  to_proto(info.required_threads, *out.mutable_required_threads());
+  to_proto(info.cluster_dims, *out.mutable_cluster_dims());
+  out.set_max_registers(info.max_registers);
+  out.set_param_bytes(info.param_bytes);
+}
+
+KernelInfo from_proto(const v1::KernelInfo& info) {
+  KernelInfo out;
+  out.name = info.name();
+  out.lowered_name = info.lowered_name();
+  out.registers = info.registers();
+  out.static_shared_bytes = info.static_shared_bytes();
+  out.shared_section_bytes = info.shared_section_bytes();
+  out.local_bytes = info.local_bytes();
+  out.max_threads_per_block = info.max_threads_per_block();
+  out.required_threads = from_proto(info.required_threads());
+  out.cluster_dims = from_proto(info.cluster_dims());
+  out.max_registers = info.max_registers();
+  out.param_bytes = info.param_bytes();
+  return out;
+}
+
+}  // namespace kjit

@@ -1,0 +1,24 @@
+// Conversions between the wire types (kjit.v1 protos) and kjit's value types,
+// shared by the daemon and the client library so both read the wire alike.
+#pragma once
+
+#include <optional>
+
+#include "kjit/types.h"
+#include "kjit/v1/compiler.pb.h"
+
+namespace kjit {
+
+v1::InputKind to_proto(InputKind kind);
+std::optional<InputKind> from_proto(v1::InputKind kind);  // nullopt: unspecified/unknown
+
+v1::ArtifactKind to_proto(ArtifactKind kind);
+ArtifactKind from_proto(v1::ArtifactKind kind);  // unspecified means cubin
+
+void to_proto(const KernelInfo& info, v1::KernelInfo& out);
+KernelInfo from_proto(const v1::KernelInfo& info);
+
+void to_proto(const Dim3& dims, v1::Dim3& out);
+Dim3 from_proto(const v1::Dim3& dims);
+
+}  // namespace kjit

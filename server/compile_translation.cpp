@@ -1,0 +1,105 @@
+#include "compile_translation.h"
+
+#include <algorithm>
+
+#include "convert/wire_convert.h"
+#include "pipeline/compile_options.h"
+
+namespace kjit {
+namespace {
+
+constexpr size_t k_max_name_bytes = 255;
+
+Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
+
+Error too_large(const std::string& what, uint64_t size, uint64_t limit, const char* setting) {
+  return make_error(ErrorCode::resource_exhausted, what + " is " + std::to_string(size) + " bytes; the daemon's limit is " +
+                                                       std::to_string(limit) + " (limits." + setting + ")");
+}
+
+bool has_nul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
+
+// The input name only labels diagnostics; NVRTC also resolves quoted
+// includes next to it, so keep the last path component alone.
+std::string display_name(const std::string& given, InputKind kind) {
+  std::string name = given.substr(given.find_last_of("/\\") == std::string::npos ? 0 : given.find_last_of("/\\") + 1);
+  if (name.empty() || name == "." || name == "..") name = kind == InputKind::ptx ? "input.ptx" : "input.cu";
+  if (name.size() > k_max_name_bytes) name.resize(k_max_name_bytes);
+  return name;
+}
+
+}  // namespace
+
+Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config) {
+  CompileJob job;
+  std::optional<InputKind> kind = from_proto(request.input().kind());
+  if (!kind) return invalid("input.kind is required: cuda-source or ptx");
+  job.input_kind = *kind;
+
+  const std::string& data = request.input().data();
+  if (data.empty()) return invalid("the input is empty");
+  if (data.size() > config.max_input_bytes) return too_large("the input", data.size(), config.max_input_bytes, "max_input_bytes");
+  if ((job.input_kind == InputKind::cuda_source || job.input_kind == InputKind::ptx) && has_nul(data))
+    return invalid("the input contains a NUL byte; " + std::string(to_string(job.input_kind)) + " input must be text");
+  job.input = data;
+  job.input_name = display_name(request.input().name(), job.input_kind);
+
+  const std::string& target_text = request.target().empty() ? config.default_target : request.target();
+  Result<Target> target = parse_target(target_text);
+  if (!target) return target.error();
+  job.target = *target;
+
+  if (static_cast<uint64_t>(request.options_size()) > config.max_options)
+    return make_error(ErrorCode::resource_exhausted, std::to_string(request.options_size()) +
+                                                         " options; the daemon's limit is " +
+                                                         std::to_string(config.max_options) + " (limits.max_options)");
+  std::vector<std::string> options(request.options().begin(), request.options().end());
+  Result<CheckedOptions> checked = check_options(job.input_kind, options);
+  if (!checked) return checked.error();
+  job.options = std::move(checked->normalized);
+
+  if (static_cast<uint64_t>(request.headers_size()) > config.max_headers)
+    return make_error(ErrorCode::resource_exhausted, std::to_string(request.headers_size()) +
+                                                         " headers; the daemon's limit is " +
+                                                         std::to_string(config.max_headers) + " (limits.max_headers)");
+  if (job.input_kind != InputKind::cuda_source && request.headers_size() > 0)
+    return invalid("headers apply to CUDA C++ source only");
+  uint64_t header_bytes = 0;
+  for (const auto& [name, content] : request.headers()) {
+    if (name.empty() || has_nul(name)) return invalid("a header has an empty or malformed name");
+    if (has_nul(content)) return invalid("header '" + name + "' contains a NUL byte");
+    header_bytes += name.size() + content.size();
+    job.headers.emplace(name, content);
+  }
+  if (header_bytes > config.max_header_bytes)
+    return too_large("the headers together", header_bytes, config.max_header_bytes, "max_header_bytes");
+
+  if (static_cast<uint64_t>(request.name_expressions_size()) > config.max_name_expressions)
+    return make_error(ErrorCode::resource_exhausted, "too many name expressions; the daemon's limit is " +
+                                                         std::to_string(config.max_name_expressions));
+  if (job.input_kind != InputKind::cuda_source && request.name_expressions_size() > 0)
+    return invalid("name expressions apply to CUDA C++ source only");
+  for (const std::string& expression : request.name_expressions()) {
+    if (expression.empty() || has_nul(expression)) return invalid("a name expression is empty or malformed");
+    job.name_expressions.push_back(expression);
+  }
+
+  job.wanted = from_proto(request.artifact());
+  return job;
+}
+
+void to_compile_response(Artifact&& artifact, v1::CompileResponse& response) {
+  response.set_artifact(std::move(artifact.bytes));
+  response.set_artifact_kind(to_proto(artifact.kind));
+  response.set_target(artifact.target);
+  for (const StageTiming& timing : artifact.timings) {
+    v1::StageTiming* out = response.add_timings();
+    out->set_stage(timing.stage);
+    out->set_ms(timing.ms);
+  }
+  response.set_log(std::move(artifact.log));
+  for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *response.add_kernels());
+  for (const auto& [expression, lowered] : artifact.lowered_names) (*response.mutable_lowered_names())[expression] = lowered;
+}
+
+}  // namespace kjit

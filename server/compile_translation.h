@@ -1,0 +1,17 @@
+// The edge of the Compile RPC: a CompileRequest proto is validated against
+// the daemon's limits and becomes a CompileJob; an Artifact becomes a
+// CompileResponse. Nothing past here sees a proto.
+#pragma once
+
+#include "core/artifact.h"
+#include "core/compile_job.h"
+#include "daemon_config.h"
+#include "kjit/v1/compiler.pb.h"
+
+namespace kjit {
+
+Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config);
+
+void to_compile_response(Artifact&& artifact, v1::CompileResponse& response);
+
+}  // namespace kjit

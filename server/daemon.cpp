@@ -1,0 +1,112 @@
+#include "daemon.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "compiler_service.h"
+#include "kjit/socket_path.h"
+
+namespace kjit {
+namespace {
+
+// True when something accepts connections on the unix socket at `path`.
+bool socket_is_live(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, sizeof(address.sun_path) - 1);
+  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return live;
+}
+
+Status prepare_socket_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.size() >= sizeof(sockaddr_un::sun_path))
+    return make_error(ErrorCode::invalid_argument, "socket path is too long for a unix socket: " + path);
+  std::error_code ec;
+  fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty() && !fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return make_error(ErrorCode::failed_precondition, "cannot create " + dir.string() + ": " + ec.message());
+    ::chmod(dir.c_str(), 0700);  // the socket is the daemon's door: owner only
+  }
+  if (fs::exists(fs::symlink_status(path, ec))) {
+    if (!fs::is_socket(fs::symlink_status(path, ec)))
+      return make_error(ErrorCode::failed_precondition, path + " exists and is not a socket; refusing to replace it");
+    if (socket_is_live(path))
+      return make_error(ErrorCode::failed_precondition, "another kjitd is already serving " + path);
+    fs::remove(path, ec);  // stale socket left by a daemon that died
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
+Daemon::~Daemon() { shutdown(); }
+
+Status Daemon::start() {
+  socket_path_ = config_.socket_path.empty() ? default_socket_path() : config_.socket_path;
+  if (Status s = prepare_socket_path(socket_path_); !s) return s;
+
+  auto toolkit = CudaToolkit::load(config_.cuda_home);
+  if (auto nvrtc = toolkit->nvrtc(); !nvrtc) spdlog::warn("{}", nvrtc.error().message);
+  if (auto nvjitlink = toolkit->nvjitlink(); !nvjitlink) spdlog::warn("{}", nvjitlink.error().message);
+  spdlog::info("CUDA toolkit {} at {}", toolkit->version(), toolkit->home());
+  compiler_service_ =
+      std::make_unique<CompilerService>(config_, std::make_shared<const CompilePipeline>(std::move(toolkit)));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path_, grpc::InsecureServerCredentials());
+  int tcp_port = 0;
+  if (!config_.listen_address.empty())
+    builder.AddListeningPort(config_.listen_address, grpc::InsecureServerCredentials(), &tcp_port);
+  // Room for the largest valid request; anything bigger is refused by gRPC
+  // itself with RESOURCE_EXHAUSTED before it is read.
+  uint64_t max_message = config_.max_input_bytes + config_.max_header_bytes + (1u << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_message, INT32_MAX)));
+  builder.SetMaxSendMessageSize(INT32_MAX);
+  builder.RegisterService(compiler_service_.get());
+
+  server_ = builder.BuildAndStart();
+  if (!server_) return make_error(ErrorCode::failed_precondition, "cannot listen on unix:" + socket_path_ +
+                                                                       (config_.listen_address.empty() ? "" : " or " + config_.listen_address));
+  ::chmod(socket_path_.c_str(), 0600);
+  // NVRTC also looks for quoted includes in the working directory: make it
+  // an empty one, so no request can reach a file the daemon happens to have.
+  std::filesystem::path empty_dir = std::filesystem::path(socket_path_).parent_path() / ".kjitd-empty";
+  std::error_code ec;
+  std::filesystem::create_directories(empty_dir, ec);
+  if (!ec && ::chdir(empty_dir.c_str()) != 0) spdlog::warn("cannot chdir to {}", empty_dir.string());
+  spdlog::info("kjitd listening on unix:{}{}", socket_path_,
+               config_.listen_address.empty() ? "" : " and " + config_.listen_address);
+  return Ok{};
+}
+
+void Daemon::wait() {
+  if (server_) server_->Wait();
+}
+
+void Daemon::shutdown() {
+  if (!server_) return;
+  std::call_once(shutdown_once_, [this] {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    std::error_code ec;
+    std::filesystem::remove(socket_path_, ec);
+    spdlog::info("kjitd stopped");
+  });
+}
+
+}  // namespace kjit

@@ -1,0 +1,41 @@
+// kjitd's gRPC server: the unix socket (and optional TCP address), the
+// Compiler, Health and reflection services, and an orderly shutdown.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "daemon_config.h"
+#include "kjit/status.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace kjit {
+
+class CompilerService;
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonConfig config);
+  ~Daemon();
+
+  // Binds the socket and starts serving; an address in use by a live daemon,
+  // or one that cannot be bound, is an error.
+  Status start();
+  void wait();      // until shutdown()
+  void shutdown();  // idempotent; safe from another thread
+
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  DaemonConfig config_;
+  std::string socket_path_;
+  std::unique_ptr<CompilerService> compiler_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace kjit

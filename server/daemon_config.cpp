@@ -1,0 +1,70 @@
+#include "daemon_config.h"
+
+#include <toml++/toml.h>
+
+#include <set>
+
+namespace kjit {
+namespace {
+
+Error config_error(const std::string& path, const std::string& what) {
+  return make_error(ErrorCode::invalid_argument, "config " + path + ": " + what);
+}
+
+template <typename T>
+Status read_value(const toml::node& node, const std::string& path, const std::string& key, T& out) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    auto v = node.value<std::string>();
+    if (!v) return config_error(path, key + " must be a string");
+    out = *v;
+  } else {
+    auto v = node.value<int64_t>();
+    if (!v || *v <= 0) return config_error(path, key + " must be a positive integer");
+    out = static_cast<T>(*v);
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Status load_config_file(const std::string& path, DaemonConfig& config) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::string where;
+    if (e.source().begin.line) where = " (line " + std::to_string(e.source().begin.line) + ")";
+    return config_error(path, std::string(e.description()) + where);
+  }
+
+  for (auto&& [key, node] : root) {
+    std::string k(key.str());
+    Status s = Ok{};
+    if (k == "socket") s = read_value(node, path, k, config.socket_path);
+    else if (k == "listen") s = read_value(node, path, k, config.listen_address);
+    else if (k == "default_target") s = read_value(node, path, k, config.default_target);
+    else if (k == "cuda_home") s = read_value(node, path, k, config.cuda_home);
+    else if (k == "log_level") s = read_value(node, path, k, config.log_level);
+    else if (k == "limits") {
+      const toml::table* limits = node.as_table();
+      if (!limits) return config_error(path, "[limits] must be a table");
+      for (auto&& [lkey, lnode] : *limits) {
+        std::string lk(lkey.str());
+        std::string full = "limits." + lk;
+        if (lk == "max_input_bytes") s = read_value(lnode, path, full, config.max_input_bytes);
+        else if (lk == "max_header_bytes") s = read_value(lnode, path, full, config.max_header_bytes);
+        else if (lk == "max_headers") s = read_value(lnode, path, full, config.max_headers);
+        else if (lk == "max_options") s = read_value(lnode, path, full, config.max_options);
+        else if (lk == "max_name_expressions") s = read_value(lnode, path, full, config.max_name_expressions);
+        else return config_error(path, "unknown key " + full);
+        if (!s) return s;
+      }
+    } else {
+      return config_error(path, "unknown key " + k);
+    }
+    if (!s) return s;
+  }
+  return Ok{};
+}
+
+}  // namespace kjit

@@ -1,0 +1,40 @@
+// kjitd's configuration: embedded defaults, then a TOML file, then flags.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kjit/status.h"
+
+namespace kjit {
+
+struct DaemonConfig {
+  std::string socket_path;                       // empty: default_socket_path()
+  std::string listen_address;                    // optional TCP "host:port" (plaintext, for loopback/tests)
+  uint64_t max_input_bytes = 16ull << 20;        // one request's source / PTX
+  uint64_t max_header_bytes = 64ull << 20;       // all headers of one request, together
+  uint32_t max_headers = 4096;                   // number of headers in one request
+  uint32_t max_options = 256;
+  uint32_t max_name_expressions = 1024;
+  std::string default_target = "cuda:90";        // when a request names none
+  std::string cuda_home;                         // empty: $CUDA_HOME, then the build's toolkit
+  std::string log_level = "info";                // spdlog level name
+};
+
+// Reads a TOML file over the defaults. Unknown keys are errors, so a typo
+// never silently leaves a default in force.
+//
+//   socket = "/run/kjit/kjitd.sock"
+//   listen = "127.0.0.1:7878"
+//   default_target = "cuda:90"
+//   cuda_home = "/usr/local/cuda"
+//   log_level = "info"
+//   [limits]
+//   max_input_bytes = 16777216
+//   max_header_bytes = 67108864
+//   max_headers = 4096
+//   max_options = 256
+//   max_name_expressions = 1024
+Status load_config_file(const std::string& path, DaemonConfig& config);
+
+}  // namespace kjit

@@ -1,0 +1,70 @@
+// kjitd: the kjit compile daemon.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <thread>
+
+#include "daemon.h"
+#include "daemon_config.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kjitd — the kjit JIT kernel compilation daemon"};
+  std::string config_file;
+  kjit::DaemonConfig flags;
+  uint64_t max_input_bytes = 0;
+  app.add_option("--config", config_file, "TOML configuration file")->check(CLI::ExistingFile);
+  app.add_option("--socket", flags.socket_path, "unix socket to listen on (default: $XDG_RUNTIME_DIR/kjit/kjitd.sock)");
+  app.add_option("--listen", flags.listen_address, "also listen on TCP HOST:PORT (plaintext; loopback only advised)");
+  app.add_option("--cuda-home", flags.cuda_home, "CUDA toolkit directory (default: $CUDA_HOME or the build's)");
+  app.add_option("--default-target", flags.default_target, "target for requests that name none");
+  app.add_option("--max-input-bytes", max_input_bytes, "largest accepted input (default 16 MiB)");
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error");
+  CLI11_PARSE(app, argc, argv);
+
+  kjit::DaemonConfig config;
+  if (!config_file.empty()) {
+    if (kjit::Status s = kjit::load_config_file(config_file, config); !s) {
+      fmt::print(stderr, "kjitd: {}\n", s.error().message);
+      return 2;
+    }
+  }
+  // Flags override the file.
+  if (!flags.socket_path.empty()) config.socket_path = flags.socket_path;
+  if (!flags.listen_address.empty()) config.listen_address = flags.listen_address;
+  if (!flags.cuda_home.empty()) config.cuda_home = flags.cuda_home;
+  if (app.count("--default-target")) config.default_target = flags.default_target;
+  if (app.count("--log-level")) config.log_level = flags.log_level;
+  if (max_input_bytes) config.max_input_bytes = max_input_bytes;
+
+  auto logger = spdlog::stderr_color_mt("kjitd");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+
+  // Signals are taken by one thread with sigwait, so shutdown runs outside a
+  // signal handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  kjit::Daemon daemon(config);
+  if (kjit::Status s = daemon.start(); !s) {
+    spdlog::error("{}", s.error().message);
+    return 1;
+  }
+  std::thread signal_thread([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    spdlog::info("signal {}: shutting down", signal);
+    daemon.shutdown();
+  });
+  daemon.wait();
+  // wait() also returns after a shutdown not caused by a signal; wake the
+  // signal thread so it can be joined.
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  return 0;
+}

@@ -1,0 +1,55 @@
+#include "backends/nvrtc/nvrtc_api.h"
+
+#include "backends/dynamic_library.h"
+
+namespace kjit {
+
+#if KJIT_HAVE_CUDA_HEADERS
+
+Result<std::shared_ptr<const NvrtcApi>> load_nvrtc(const std::string& cuda_home, bool search_loader_path) {
+  std::vector<std::string> candidates{cuda_home + "/lib64/libnvrtc.so", cuda_home + "/lib64/libnvrtc.so.13",
+                                      cuda_home + "/lib64/libnvrtc.so.12"};
+  if (search_loader_path) candidates.insert(candidates.end(), {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
+  auto library = DynamicLibrary::open_first(candidates);
+  if (!library) return make_error(ErrorCode::failed_precondition, "NVRTC is not available: " + library.error().message);
+
+  auto api = std::make_shared<NvrtcApi>();
+  api->library_path = library->path();
+  bool bound = library->bind("nvrtcGetErrorString", api->get_error_string) &&
+               library->bind("nvrtcVersion", api->version) &&
+               library->bind("nvrtcGetNumSupportedArchs", api->get_num_supported_archs) &&
+               library->bind("nvrtcGetSupportedArchs", api->get_supported_archs) &&
+               library->bind("nvrtcCreateProgram", api->create_program) &&
+               library->bind("nvrtcDestroyProgram", api->destroy_program) &&
+               library->bind("nvrtcCompileProgram", api->compile_program) &&
+               library->bind("nvrtcGetPTXSize", api->get_ptx_size) &&
+               library->bind("nvrtcGetPTX", api->get_ptx) &&
+               library->bind("nvrtcGetProgramLogSize", api->get_program_log_size) &&
+               library->bind("nvrtcGetProgramLog", api->get_program_log) &&
+               library->bind("nvrtcAddNameExpression", api->add_name_expression) &&
+               library->bind("nvrtcGetLoweredName", api->get_lowered_name);
+  if (!bound) {
+    return make_error(ErrorCode::failed_precondition,
+                      api->library_path + " lacks an NVRTC entry point kjit needs (NVRTC 12 or newer is required)");
+  }
+
+  api->version(&api->major, &api->minor);
+  int count = 0;
+  if (api->get_num_supported_archs(&count) == NVRTC_SUCCESS && count > 0) {
+    std::vector<int> archs(static_cast<size_t>(count));
+    if (api->get_supported_archs(archs.data()) == NVRTC_SUCCESS)
+      api->supported_archs.assign(archs.begin(), archs.end());
+  }
+  return std::shared_ptr<const NvrtcApi>(std::move(api));
+}
+
+#else
+
+Result<std::shared_ptr<const NvrtcApi>> load_nvrtc(const std::string&, bool) {
+  return make_error(ErrorCode::failed_precondition,
+                    "NVRTC is not available: kjit was built without the CUDA toolkit headers (nvrtc.h)");
+}
+
+#endif
+
+}  // namespace kjit

@@ -1,0 +1,22 @@
+// What a compile produces: the binary, what it contains, and how it was made.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kjit/types.h"
+
+namespace kjit {
+
+struct Artifact {
+  ArtifactKind kind = ArtifactKind::cubin;
+  std::string bytes;
+  std::string target;                              // canonical target, "cuda:90"
+  std::vector<KernelInfo> kernels;                 // read from the binary itself
+  std::map<std::string, std::string> lowered_names;  // name expression -> symbol
+  std::vector<StageTiming> timings;                // one per stage that ran
+  std::string log;                                 // every stage's log, in order
+};
+
+}  // namespace kjit

@@ -1,0 +1,23 @@
+// The allowlist of compile options a client may send, and where each goes:
+// NVRTC (CUDA C++ -> PTX), nvJitLink (PTX -> cubin), or both. Options that
+// would make the daemon read or write its own files are refused by name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kjit/status.h"
+#include "kjit/types.h"
+
+namespace kjit {
+
+struct CheckedOptions {
+  std::vector<std::string> normalized;  // canonical spellings, request order
+  std::vector<std::string> nvrtc;       // for the CUDA C++ -> PTX stage
+  std::vector<std::string> nvjitlink;   // for the PTX -> cubin stage
+};
+
+// invalid_argument naming the first option that is refused, and why.
+Result<CheckedOptions> check_options(InputKind input, const std::vector<std::string>& options);
+
+}  // namespace kjit

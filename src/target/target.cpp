@@ -1,0 +1,100 @@
+// The architecture table and target parsing.
+#include "target/target.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace kjit {
+namespace {
+
+constexpr uint32_t k_kib = 1024;
+
+// Shared memory figures: FACTS.md "Architecture limits". sm_107's per-SM
+// 328 KiB is the only public figure (Triton's change description) and is
+// unverified on a device; sm_88's limits are not public.
+constexpr std::array<ArchInfo, 14> k_archs{{
+    {75, "Turing", false, false, "10.0", "6.3", 64 * k_kib, 64 * k_kib, false},
+    {80, "Ampere", false, false, "11.0", "7.0", 166912, 164 * k_kib, false},
+    {86, "Ampere", false, false, "11.1", "7.1", 101376, 100 * k_kib, false},
+    {87, "Ampere (Orin)", false, false, "11.4", "7.4", 166912, 164 * k_kib, false},
+    {88, "Ampere-class", false, false, "13.0", "9.0", 0, 0, false},
+    {89, "Ada", false, false, "11.8", "7.8", 101376, 100 * k_kib, false},
+    {90, "Hopper", true, false, "12.0", "7.8", 232448, 228 * k_kib, false},
+    {100, "Blackwell", true, true, "12.8", "8.6", 232448, 228 * k_kib, false},
+    {101, "Blackwell (renamed sm_110 in CUDA 13.0)", true, true, "12.8", "8.6", 232448, 228 * k_kib, false},
+    {103, "Blackwell Ultra", true, true, "12.9", "8.8", 232448, 228 * k_kib, false},
+    {107, "Rubin", true, true, "13.4", "9.4", 232448, 328 * k_kib, true},
+    {110, "Blackwell (Thor)", true, true, "13.0", "9.0", 232448, 228 * k_kib, false},
+    {120, "Blackwell (GeForce)", true, true, "12.8", "8.7", 101376, 100 * k_kib, false},
+    {121, "Blackwell (DGX Spark)", true, true, "12.9", "8.8", 101376, 100 * k_kib, false},
+}};
+
+std::string with_suffix(uint32_t sm, char suffix) {
+  std::string s = std::to_string(sm);
+  if (suffix) s += suffix;
+  return s;
+}
+
+}  // namespace
+
+std::span<const ArchInfo> known_archs() { return k_archs; }
+
+const ArchInfo* find_arch(uint32_t sm) {
+  auto it = std::find_if(k_archs.begin(), k_archs.end(), [&](const ArchInfo& a) { return a.sm == sm; });
+  return it == k_archs.end() ? nullptr : &*it;
+}
+
+std::string Target::canonical() const { return "cuda:" + with_suffix(sm, suffix); }
+std::string Target::sm_name() const { return "sm_" + with_suffix(sm, suffix); }
+std::string Target::compute_name() const { return "compute_" + with_suffix(sm, suffix); }
+const ArchInfo& Target::arch() const { return *find_arch(sm); }
+
+std::string describe_known_targets() {
+  std::string out;
+  for (const ArchInfo& a : k_archs) {
+    auto add = [&](char suffix) {
+      if (!out.empty()) out += ", ";
+      out += "cuda:" + with_suffix(a.sm, suffix);
+    };
+    add('\0');
+    if (a.has_arch_specific) add('a');
+    if (a.has_family_specific) add('f');
+  }
+  return out;
+}
+
+Result<Target> parse_target(std::string_view text) {
+  std::string_view rest = text;
+  if (rest.starts_with("cuda:")) {
+    rest.remove_prefix(5);
+  } else if (rest.starts_with("sm_")) {
+    rest.remove_prefix(3);
+  } else {
+    return make_error(ErrorCode::invalid_argument,
+                      "target '" + std::string(text) + "' is not of the form cuda:<sm>[a|f] (e.g. cuda:90); known targets: " +
+                          describe_known_targets());
+  }
+  uint32_t sm = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), sm);
+  std::string_view suffix_text(end, rest.data() + rest.size() - end);
+  if (ec != std::errc{} || suffix_text.size() > 1 || (suffix_text.size() == 1 && suffix_text != "a" && suffix_text != "f")) {
+    return make_error(ErrorCode::invalid_argument, "target '" + std::string(text) +
+                                                       "' is malformed; expected cuda:<sm>[a|f]; known targets: " +
+                                                       describe_known_targets());
+  }
+  const ArchInfo* arch = find_arch(sm);
+  if (!arch) {
+    return make_error(ErrorCode::invalid_argument,
+                      "unknown target '" + std::string(text) + "'; known targets: " + describe_known_targets());
+  }
+  Target target{Vendor::nvidia, sm, suffix_text.empty() ? '\0' : suffix_text[0]};
+  if ((target.suffix == 'a' && !arch->has_arch_specific) || (target.suffix == 'f' && !arch->has_family_specific)) {
+    return make_error(ErrorCode::invalid_argument, "target '" + std::string(text) + "': sm_" + std::to_string(sm) +
+                                                       " has no '" + std::string(1, target.suffix) +
+                                                       "' variant; known targets: " + describe_known_targets());
+  }
+  return target;
+}
+
+}  // namespace kjit

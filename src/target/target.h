@@ -1,0 +1,52 @@
+// Targets ("cuda:90a") and the table of what kjit knows about each GPU
+// architecture. What differs by architecture is data here, not `if` chains.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kjit/status.h"
+
+namespace kjit {
+
+enum class Vendor { nvidia };
+
+// One row per NVIDIA architecture. Limits are from public CUDA documentation
+// (see FACTS.md); a device's own attributes win when one is present.
+struct ArchInfo {
+  uint32_t sm;                     // 90 for sm_90
+  std::string_view family;         // "Hopper"
+  bool has_arch_specific;          // sm_XXa exists
+  bool has_family_specific;        // sm_XXf exists
+  std::string_view min_cuda;       // first CUDA toolkit that can compile for it
+  std::string_view min_ptx_isa;    // first PTX ISA with this .target
+  uint32_t smem_per_block_optin;   // bytes; 0 = unknown
+  uint32_t smem_per_sm;            // bytes; 0 = unknown
+  bool oversized_shared_memory;    // CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE exists
+};
+
+std::span<const ArchInfo> known_archs();
+const ArchInfo* find_arch(uint32_t sm);
+
+struct Target {
+  Vendor vendor = Vendor::nvidia;
+  uint32_t sm = 0;
+  char suffix = '\0';  // '\0', 'a' (arch-specific) or 'f' (family-specific)
+
+  std::string canonical() const;     // "cuda:90a"
+  std::string sm_name() const;       // "sm_90a", for ptxas / nvJitLink
+  std::string compute_name() const;  // "compute_90a", for NVRTC's PTX output
+  const ArchInfo& arch() const;      // always valid for a parsed Target
+  bool operator==(const Target&) const = default;
+};
+
+// Accepts "cuda:90", "cuda:90a", "cuda:100f" and the aliases "sm_90a".
+// An unknown architecture or suffix is invalid_argument listing the known ones.
+Result<Target> parse_target(std::string_view text);
+
+// "cuda:75, cuda:80, ..., cuda:90a, ..." for error messages.
+std::string describe_known_targets();
+
+}  // namespace kjit
