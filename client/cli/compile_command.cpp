@@ -76,6 +76,8 @@ int run_compile(const CompileArgs& args, const std::string& socket_path) {
     if (!headers) return usage_error(headers.error().message);
     for (const std::string& warning : headers->warnings) std::fprintf(stderr, "kjit: warning: %s\n", warning.c_str());
     request.headers = std::move(headers->headers);
+    // Includes that reach outside the source's tree are renamed on the way.
+    request.input = std::move(headers->source);
   } else if (!args.include_dirs.empty()) {
     return usage_error("-I applies to CUDA C++ input only");
   }

@@ -82,6 +82,9 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
     if (!nvrtc) return nvrtc.error();
     if (Status s = check_include_policy(job.input, job.input_name, job.headers); !s) return s.error();
 
+    // Not --no-source-include: the toolkit's own headers include their
+    // siblings with quotes. The daemon runs in an empty working directory
+    // instead, so a quoted include never finds a file of the daemon's.
     std::vector<std::string> nvrtc_options{"-arch=" + job.target.compute_name()};
     for (const std::string& dir : toolkit_->include_dirs()) nvrtc_options.push_back("--include-path=" + dir);
     nvrtc_options.insert(nvrtc_options.end(), options->nvrtc.begin(), options->nvrtc.end());

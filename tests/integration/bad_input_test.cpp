@@ -58,7 +58,7 @@ TEST_F(BadInputTest, LogLargerThanATrailerLimitArrivesWhole) {
   auto result = compile(source(text));
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().code, ErrorCode::invalid_argument);
-  EXPECT_GT(result.error().log.size(), 16384u);
+  EXPECT_GT(result.error().log.size(), 8192u);  // gRPC's default metadata limit
   EXPECT_NE(result.error().log.find("undefined_variable_number_99"), std::string::npos);
 }
 

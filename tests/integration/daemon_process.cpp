@@ -52,9 +52,11 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_args) {
     pid_ = -1;
     return;
   }
-  Client client(socket_path_, {std::chrono::seconds(2)});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
+    // A fresh channel each time: a channel that failed to connect backs off
+    // for seconds before it tries again.
+    Client client(socket_path_, {std::chrono::seconds(2)});
     if (auto status = client.health(); status && *status == "SERVING") return;
     if (!running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -1,0 +1,48 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+# Everything else here is what they are made of.
+
+JOBS ?= $(shell nproc)
+KJITD_ARGS ?=
+
+.PHONY: all deps configure build run test test-default test-asan bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build/build.ninja:
+	cmake --preset default
+
+configure: deps build/build.ninja
+
+build: configure
+	cmake --build build -j $(JOBS)
+
+# Starts kjitd in the foreground on embedded defaults (unix socket under
+# $XDG_RUNTIME_DIR/kjit or /tmp/kjit-$UID). Pass flags with KJITD_ARGS="...".
+run: build
+	build/bin/kjitd $(KJITD_ARGS)
+
+# Every test: unit and integration tests in the default build, then the
+# integration tests again under AddressSanitizer + UBSan.
+test: test-default test-asan
+
+test-default: build
+	ctest --preset default -j 2
+
+build-asan/build.ninja:
+	cmake --preset asan
+
+test-asan: deps build-asan/build.ninja
+	cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests
+	ctest --preset asan -j 2 -R '^(CompileTest|VectorAddPerTarget|TemplatePerTarget|BadInputTest|MissingToolkit|CliTest)'
+
+bench: build
+	build/bin/kjit_bench_compile
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf build build-asan
