@@ -4,7 +4,7 @@
 JOBS ?= $(shell nproc)
 KJITD_ARGS ?=
 
-.PHONY: all deps configure build run test test-default test-asan bench format clean
+.PHONY: all deps configure build run test test-default test-asan test-gpu bench format clean
 
 all: build
 
@@ -29,7 +29,7 @@ run: build
 test: test-default test-asan
 
 test-default: build
-	ctest --preset default -j 2
+	ctest --preset default -j 2 -LE gpu
 
 build-asan/build.ninja:
 	cmake --preset asan
@@ -37,6 +37,10 @@ build-asan/build.ninja:
 test-asan: deps build-asan/build.ninja
 	cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests
 	ctest --preset asan -j 2 -R '^(CompileTest|VectorAddPerTarget|TemplatePerTarget|BadInputTest|MissingToolkit|CliTest)'
+
+# Device tests (tests/gpu): need an NVIDIA GPU and driver; they skip without.
+test-gpu: build
+	ctest --preset default -L gpu --output-on-failure
 
 bench: build
 	build/bin/kjit_bench_compile

@@ -1,0 +1,625 @@
+// Finds, reads and names the headers a CUDA source includes, for `kjit
+// compile -I`. The naming rules, and why NVRTC needs them, are in
+// include_resolver.h.
+#include "include_resolver.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+namespace kjit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------- scanning
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+bool is_identifier_start(char c) {
+  // Bytes of UTF-8 sequences count as identifier characters so that they
+  // never start or end a token by accident.
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+bool is_identifier_char(char c) {
+  return is_identifier_start(c) || is_digit(c);
+}
+
+bool is_horizontal_space(char c) {
+  return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
+}
+
+bool is_raw_string_prefix(std::string_view identifier) {
+  return identifier == "R" || identifier == "LR" || identifier == "uR" || identifier == "UR" || identifier == "u8R";
+}
+
+// A single pass over the text that tracks just enough of C++'s lexical
+// structure (comments, literals, line splices, the start of a line) to tell a
+// real #include from text that only looks like one.
+class DirectiveScanner {
+ public:
+  explicit DirectiveScanner(std::string_view text) : text_(text) {}
+
+  std::vector<IncludeDirective> scan() {
+    bool line_start = true;  // only whitespace and comments so far on this line
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '\n') {
+        ++pos_;
+        ++line_;
+        line_start = true;
+      } else if (is_horizontal_space(c)) {
+        ++pos_;
+      } else if (std::size_t splice = splice_length()) {
+        pos_ += splice;
+        ++line_;
+      } else if (c == '/' && peek(1) == '/') {
+        skip_line_comment();
+      } else if (c == '/' && peek(1) == '*') {
+        skip_block_comment();
+      } else if (c == '#' && line_start) {
+        line_start = false;
+        parse_directive();
+      } else {
+        line_start = false;
+        skip_token();
+      }
+    }
+    return std::move(found_);
+  }
+
+ private:
+  char peek(std::size_t ahead) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
+
+  // A backslash-newline joins two lines before anything else happens; its
+  // length at pos_, or 0.
+  std::size_t splice_length() const {
+    if (peek(0) != '\\') return 0;
+    if (peek(1) == '\n') return 2;
+    if (peek(1) == '\r' && peek(2) == '\n') return 3;
+    return 0;
+  }
+
+  // Moves one character, keeping the line count.
+  void advance() {
+    if (text_[pos_] == '\n') ++line_;
+    ++pos_;
+  }
+
+  // A // comment runs to the end of the line, and a splice carries it on.
+  void skip_line_comment() {
+    while (pos_ < text_.size() && text_[pos_] != '\n') {
+      if (std::size_t splice = splice_length()) {
+        pos_ += splice;
+        ++line_;
+      } else {
+        ++pos_;
+      }
+    }
+  }
+
+  void skip_block_comment() {
+    pos_ += 2;
+    while (pos_ < text_.size()) {
+      if (text_[pos_] == '*' && peek(1) == '/') {
+        pos_ += 2;
+        return;
+      }
+      advance();
+    }
+  }
+
+  // Literals that are not raw end at the line's end even when unterminated:
+  // an apostrophe in prose under `#if 0` or in `#error don't` must not hide
+  // the rest of the file.
+  void skip_quoted(char quote) {
+    ++pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '\n') return;
+      if (c == '\\') {
+        if (std::size_t splice = splice_length()) {
+          pos_ += splice;
+          ++line_;
+        } else {
+          pos_ = std::min(pos_ + 2, text_.size());
+        }
+        continue;
+      }
+      ++pos_;
+      if (c == quote) return;
+    }
+  }
+
+  // At the '"' of R"delim( ... )delim". Returns false, consuming nothing, when
+  // the delimiter is malformed.
+  bool skip_raw_string() {
+    const std::size_t open = text_.find('(', pos_ + 1);
+    if (open == std::string_view::npos || open - (pos_ + 1) > 16) return false;
+    const std::string_view delimiter = text_.substr(pos_ + 1, open - (pos_ + 1));
+    if (delimiter.find_first_of(" ()\\\t\v\f\r\n") != std::string_view::npos) return false;
+    const std::string closing = ")" + std::string(delimiter) + "\"";
+    const std::size_t close = text_.find(closing, open + 1);
+    const std::size_t end = close == std::string_view::npos ? text_.size() : close + closing.size();
+    while (pos_ < end) advance();
+    return true;
+  }
+
+  // A preprocessing number, so that the digit separator in 1'000 is not
+  // taken for the start of a character literal.
+  void skip_pp_number() {
+    ++pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      const char next = peek(1);
+      if ((c == 'e' || c == 'E' || c == 'p' || c == 'P') && (next == '+' || next == '-')) {
+        pos_ += 2;
+      } else if (is_identifier_char(c) || c == '.') {
+        ++pos_;
+      } else if (c == '\'' && is_identifier_char(next)) {
+        pos_ += 2;
+      } else {
+        return;
+      }
+    }
+  }
+
+  void skip_token() {
+    const char c = text_[pos_];
+    if (c == '"' || c == '\'') {
+      skip_quoted(c);
+    } else if (is_identifier_start(c)) {
+      const std::size_t start = pos_;
+      while (pos_ < text_.size() && is_identifier_char(text_[pos_])) ++pos_;
+      if (peek(0) == '"' && is_raw_string_prefix(text_.substr(start, pos_ - start)) && !skip_raw_string()) {
+        skip_quoted('"');
+      }
+    } else if (is_digit(c) || (c == '.' && is_digit(peek(1)))) {
+      skip_pp_number();
+    } else {
+      ++pos_;
+    }
+  }
+
+  // Whitespace inside a directive: spaces, splices and /* */ comments, but
+  // not the newline that ends it.
+  void skip_directive_space() {
+    while (pos_ < text_.size()) {
+      if (is_horizontal_space(text_[pos_])) {
+        ++pos_;
+      } else if (std::size_t splice = splice_length()) {
+        pos_ += splice;
+        ++line_;
+      } else if (text_[pos_] == '/' && peek(1) == '*') {
+        skip_block_comment();
+      } else {
+        return;
+      }
+    }
+  }
+
+  // At a '#' that starts a line. Only `include` matters; the rest of any
+  // other directive is lexed as ordinary text, which is harmless since it
+  // cannot start a new line without a newline token.
+  void parse_directive() {
+    const std::size_t line = line_;
+    ++pos_;
+    skip_directive_space();
+    const std::size_t name_start = pos_;
+    while (pos_ < text_.size() && is_identifier_char(text_[pos_])) ++pos_;
+    if (text_.substr(name_start, pos_ - name_start) != "include") return;
+    skip_directive_space();
+    if (pos_ >= text_.size() || text_[pos_] == '\n') return;  // `#include` alone: malformed
+
+    const char open = text_[pos_];
+    if (open == '"' || open == '<') {
+      const char close = open == '"' ? '"' : '>';
+      const std::size_t start = pos_ + 1;
+      const std::size_t end = text_.find_first_of(std::string{close, '\n'}, start);
+      if (end == std::string_view::npos || text_[end] == '\n') {
+        pos_ = end == std::string_view::npos ? text_.size() : end;  // unterminated: ignore
+        return;
+      }
+      found_.push_back(
+          IncludeDirective{std::string(text_.substr(start, end - start)), open == '<', false, start, line});
+      pos_ = end + 1;
+      return;
+    }
+
+    // `#include MACRO`: keep the tokens for the warning, up to the line's end
+    // or a comment.
+    const std::size_t start = pos_;
+    std::size_t end = start;
+    while (end < text_.size() && text_[end] != '\n' &&
+           !(text_[end] == '/' && end + 1 < text_.size() && (text_[end + 1] == '/' || text_[end + 1] == '*'))) {
+      ++end;
+    }
+    std::size_t trimmed = end;
+    while (trimmed > start && is_horizontal_space(text_[trimmed - 1])) --trimmed;
+    found_.push_back(IncludeDirective{std::string(text_.substr(start, trimmed - start)), false, true, start, line});
+    pos_ = end;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::size_t line_ = 1;
+  std::vector<IncludeDirective> found_;
+};
+
+// ---------------------------------------------------------------- naming
+
+// Whether a name can be both a header name and the target of a rewritten
+// directive: the daemon refuses absolute names and ".." segments, and a name
+// must fit between either pair of delimiters on one line. "." and empty
+// segments would work but are refused too, so that names sent are always
+// plain relative paths ("./x.h" is sent as "x.h" and rewritten).
+bool is_usable_name(std::string_view name) {
+  if (name.empty() || name.front() == '/') return false;
+  if (name.find_first_of(std::string_view("\"<>\\\n\r\0", 7)) != std::string_view::npos) return false;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t slash = name.find('/', start);
+    if (slash == std::string_view::npos) slash = name.size();
+    const std::string_view segment = name.substr(start, slash - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+// The identity of a file, so that each is read and named once whichever path
+// reached it (symlinks, "a/../b").
+std::string file_key(const fs::path& path) {
+  std::error_code error;
+  fs::path canonical = fs::canonical(path, error);
+  if (error) canonical = fs::absolute(path, error).lexically_normal();
+  return canonical.string();
+}
+
+// A -I directory that holds a CUDA toolkit's own headers (or the toolkit's
+// CCCL directory next to them). The daemon compiles against its own toolkit,
+// and following cuda_runtime.h & co. from the client's copy would send
+// hundreds of files that must not replace the daemon's.
+bool is_toolkit_include_dir(const fs::path& dir) {
+  std::error_code error;
+  if (fs::exists(dir / "cuda_runtime_api.h", error)) return true;
+  const fs::path normal = dir.lexically_normal();
+  const fs::path last = normal.has_filename() ? normal.filename() : normal.parent_path().filename();
+  const fs::path parent = normal.has_filename() ? normal.parent_path() : normal.parent_path().parent_path();
+  return last == "cccl" && fs::exists(parent / "cuda_runtime_api.h", error);
+}
+
+std::string in_quotes(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
+
+// The main source (index 0) or a header found for it.
+struct FileNode {
+  fs::path path;  // as found: lookups next to it start from its directory
+  std::string content;
+  std::vector<IncludeDirective> directives;
+  std::vector<int> targets;            // per directive: the file it resolves to, or -1
+  std::vector<std::string> spellings;  // names it is included by, in order of first use
+  std::string name;                    // the name it is sent under; empty for the source
+};
+
+// Where one directive points, kept per spelling to report one name meaning
+// several files.
+struct Use {
+  int includer = 0;
+  std::size_t directive = 0;
+  int target = -1;
+};
+
+class Resolver {
+ public:
+  Resolver(const fs::path& source_path, std::string_view source, const std::vector<fs::path>& include_dirs,
+           const ResolveLimits& limits)
+      : limits_(limits), source_path_(source_path) {
+    source_dir_ = source_path.has_parent_path() ? source_path.parent_path() : fs::path(".");
+    keep_include_dirs(include_dirs);
+    root_keys_.emplace_back(file_key(source_dir_));
+    for (const fs::path& dir : include_dirs_) root_keys_.emplace_back(file_key(dir));
+    FileNode main;
+    main.path = source_path;
+    main.content = std::string(source);
+    files_.push_back(std::move(main));
+  }
+
+  Result<ResolvedHeaders> run() {
+    if (Status found = discover(); !found.ok()) return found.error();
+    assign_names();
+    warn_about_shared_spellings();
+
+    ResolvedHeaders resolved;
+    resolved.source = rewritten(files_[0]);
+    for (std::size_t i = 1; i < files_.size(); ++i) {
+      resolved.headers.emplace(files_[i].name, rewritten(files_[i]));
+    }
+    resolved.warnings = std::move(warnings_);
+    return resolved;
+  }
+
+ private:
+  void keep_include_dirs(const std::vector<fs::path>& include_dirs) {
+    for (const fs::path& dir : include_dirs) {
+      std::error_code error;
+      if (!fs::is_directory(dir, error)) {
+        warnings_.push_back("include directory " + dir.string() + " does not exist or is not a directory; ignored");
+      } else if (is_toolkit_include_dir(dir)) {
+        warnings_.push_back("include directory " + dir.string() +
+                            " belongs to a CUDA toolkit and is skipped: the daemon uses its own toolkit's headers");
+      } else {
+        include_dirs_.push_back(dir);
+      }
+    }
+  }
+
+  std::string display(int file) const {
+    if (file == 0 && source_path_.empty()) return "<source>";
+    return files_[file].path.lexically_normal().string();
+  }
+
+  std::string where(int file, std::size_t directive) const {
+    return display(file) + ":" + std::to_string(files_[file].directives[directive].line);
+  }
+
+  // The C compilers' search: "quoted" next to the includer, then -I in
+  // order; <angled> in -I only. Directories are skipped, as compilers do.
+  std::optional<fs::path> find(const IncludeDirective& directive, const fs::path& includer) const {
+    const fs::path target(directive.target);
+    std::vector<fs::path> candidates;
+    if (target.is_absolute()) {
+      candidates.push_back(target);
+    } else {
+      if (!directive.angled) {
+        candidates.push_back((includer.has_parent_path() ? includer.parent_path() : source_dir_) / target);
+      }
+      for (const fs::path& dir : include_dirs_) candidates.push_back(dir / target);
+    }
+    for (const fs::path& candidate : candidates) {
+      std::error_code error;
+      if (fs::is_regular_file(candidate, error)) return candidate;
+    }
+    return std::nullopt;
+  }
+
+  // Reads a found file within the limits; the file count was checked by the
+  // caller.
+  Result<std::string> read_within_limits(const fs::path& path, int includer, std::size_t directive) {
+    std::error_code error;
+    const std::uintmax_t size = fs::file_size(path, error);
+    if (error) {
+      return make_error(ErrorCode::invalid_argument, "cannot read header " + path.string() + " (included at " +
+                                                         where(includer, directive) + "): " + error.message());
+    }
+    if (size > limits_.max_total_bytes - total_bytes_) return too_many_bytes();
+    std::ifstream in(path, std::ios::binary);
+    std::string content;
+    if (in) content.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) {
+      return make_error(ErrorCode::invalid_argument, "cannot read header " + path.string() + " (included at " +
+                                                         where(includer, directive) + "): " + std::strerror(errno));
+    }
+    // Checked again: the file may have grown since file_size.
+    if (content.size() > limits_.max_total_bytes - total_bytes_) return too_many_bytes();
+    total_bytes_ += content.size();
+    return content;
+  }
+
+  Error too_many_bytes() const {
+    return make_error(ErrorCode::resource_exhausted, "the included headers exceed " +
+                                                         std::to_string(limits_.max_total_bytes) +
+                                                         " bytes in total; check the -I directories");
+  }
+
+  // Breadth first from the source, each file once, so the order (and with it
+  // every name) depends only on the files.
+  Status discover() {
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+      files_[i].directives = scan_include_directives(files_[i].content);
+      files_[i].targets.assign(files_[i].directives.size(), -1);
+      for (std::size_t d = 0; d < files_[i].directives.size(); ++d) {
+        const IncludeDirective directive = files_[i].directives[d];
+        if (directive.computed) {
+          warnings_.push_back(where(static_cast<int>(i), d) + ": computed include " + directive.target +
+                              " is not followed; a header it names is sent only if an #include "
+                              "spells that name too");
+          continue;
+        }
+        const std::optional<fs::path> path = find(directive, files_[i].path);
+        int target = -1;
+        if (path) {
+          const std::string key = file_key(*path);
+          auto known = index_by_key_.find(key);
+          if (known != index_by_key_.end()) {
+            target = known->second;
+          } else {
+            if (files_.size() - 1 >= limits_.max_files) {
+              return make_error(ErrorCode::resource_exhausted, "the source includes more than " +
+                                                                   std::to_string(limits_.max_files) +
+                                                                   " headers; check the -I directories");
+            }
+            Result<std::string> content = read_within_limits(*path, static_cast<int>(i), d);
+            if (!content.ok()) return content.error();
+            target = static_cast<int>(files_.size());
+            index_by_key_.emplace(key, target);
+            FileNode header;
+            header.path = *path;
+            header.content = std::move(content).value();
+            files_.push_back(std::move(header));  // invalidates references into files_
+          }
+          std::vector<std::string>& spellings = files_[target].spellings;
+          if (std::find(spellings.begin(), spellings.end(), directive.target) == spellings.end()) {
+            spellings.push_back(directive.target);
+          }
+        } else {
+          left_to_daemon_.insert(directive.target);
+          if (!is_usable_name(directive.target)) {
+            warnings_.push_back(where(static_cast<int>(i), d) + ": include " + in_quotes(directive.target) +
+                                " is not found here and the daemon refuses absolute names and \"..\"");
+          }
+        }
+        files_[i].targets[d] = target;
+        uses_by_spelling_[directive.target].push_back(Use{static_cast<int>(i), d, target});
+      }
+    }
+    return Ok{};
+  }
+
+  // Names for a file from its place under the source's directory or an -I
+  // directory, fewest ".." first, then shortest. The ".." segments, needed
+  // only for files outside all of them, become "__up__".
+  std::vector<std::string> derived_names(const FileNode& file) const {
+    struct Candidate {
+      std::size_t ups = 0;
+      std::size_t segments = 0;
+      std::string name;
+    };
+    const fs::path canonical(file_key(file.path));
+    std::vector<Candidate> candidates;
+    for (const fs::path& root : root_keys_) {
+      const fs::path relative = canonical.lexically_relative(root);
+      if (relative.empty() || relative == ".") continue;
+      Candidate candidate;
+      for (const fs::path& segment : relative) {
+        const bool up = segment == "..";
+        candidate.ups += up;
+        ++candidate.segments;
+        if (!candidate.name.empty()) candidate.name += '/';
+        candidate.name += up ? std::string("__up__") : segment.string();
+      }
+      candidates.push_back(std::move(candidate));
+    }
+    std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.ups != b.ups ? a.ups < b.ups : a.segments < b.segments;
+    });
+    std::vector<std::string> names;
+    for (Candidate& candidate : candidates) names.push_back(std::move(candidate.name));
+    return names;
+  }
+
+  bool is_free(const std::string& name) const {
+    return is_usable_name(name) && !taken_.count(name) && !left_to_daemon_.count(name);
+  }
+
+  // Each file takes the first free name among: how it is spelled, where it
+  // lives. A spelling some directive leaves to the daemon is never taken, so
+  // a sent header cannot stand in for the daemon's header of that name.
+  void assign_names() {
+    for (std::size_t i = 1; i < files_.size(); ++i) {
+      FileNode& file = files_[i];
+      for (const std::string& spelling : file.spellings) {
+        if (is_free(spelling)) {
+          file.name = spelling;
+          break;
+        }
+      }
+      if (file.name.empty()) {
+        for (const std::string& name : derived_names(file)) {
+          if (is_free(name)) {
+            file.name = name;
+            break;
+          }
+        }
+      }
+      // Last resort, when no candidate is free (odd characters in the path,
+      // or every candidate taken): a counter finds a free name.
+      for (std::size_t n = i; file.name.empty(); ++n) {
+        std::string base = file.path.filename().string();
+        std::replace_if(
+            base.begin(), base.end(),
+            [](char c) { return std::string_view("\"<>\\\n\r\0", 7).find(c) != std::string_view::npos; }, '_');
+        const std::string name = "__kjit__/" + std::to_string(n) + "/" + base;
+        if (is_free(name)) file.name = name;
+      }
+      taken_.insert(file.name);
+    }
+  }
+
+  void warn_about_shared_spellings() {
+    for (const auto& [spelling, uses] : uses_by_spelling_) {
+      std::vector<const Use*> distinct;
+      for (const Use& use : uses) {
+        const bool seen = std::any_of(distinct.begin(), distinct.end(),
+                                      [&](const Use* other) { return other->target == use.target; });
+        if (!seen) distinct.push_back(&use);
+      }
+      if (distinct.size() < 2) continue;
+      std::ostringstream message;
+      message << "include " << in_quotes(spelling) << " means different files:";
+      for (const Use* use : distinct) {
+        message << (use == distinct.front() ? " " : "; ");
+        if (use->target < 0) {
+          message << "none here, left to the daemon";
+        } else {
+          message << display(use->target) << " sent as " << in_quotes(files_[use->target].name);
+        }
+        message << " (from " << where(use->includer, use->directive) << ")";
+      }
+      message << "; the includes are rewritten to these names";
+      warnings_.push_back(message.str());
+    }
+  }
+
+  // The content with each resolved directive spelling its file's name. Only
+  // the text between the delimiters changes, so lines keep their numbers.
+  std::string rewritten(const FileNode& file) const {
+    std::string out;
+    out.reserve(file.content.size());
+    std::size_t copied = 0;
+    for (std::size_t d = 0; d < file.directives.size(); ++d) {
+      const IncludeDirective& directive = file.directives[d];
+      const int target = file.targets[d];
+      if (target < 0 || files_[target].name == directive.target) continue;
+      out.append(file.content, copied, directive.target_offset - copied);
+      out += files_[target].name;
+      copied = directive.target_offset + directive.target.size();
+    }
+    out.append(file.content, copied, std::string::npos);
+    return out;
+  }
+
+  ResolveLimits limits_;
+  fs::path source_path_;
+  fs::path source_dir_;
+  std::vector<fs::path> include_dirs_;  // the usable ones, in order
+  std::vector<fs::path> root_keys_;     // source_dir_ then include_dirs_, resolved: names derive from them
+  std::vector<FileNode> files_;
+  std::unordered_map<std::string, int> index_by_key_;
+  std::map<std::string, std::vector<Use>> uses_by_spelling_;  // ordered: stable warnings
+  std::set<std::string> left_to_daemon_;
+  std::set<std::string> taken_;
+  std::uint64_t total_bytes_ = 0;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace
+
+std::vector<IncludeDirective> scan_include_directives(std::string_view text) {
+  return DirectiveScanner(text).scan();
+}
+
+Result<ResolvedHeaders> resolve_includes(const fs::path& source_path, std::string_view source,
+                                         const std::vector<fs::path>& include_dirs, const ResolveLimits& limits) {
+  return Resolver(source_path, source, include_dirs, limits).run();
+}
+
+Result<ResolvedHeaders> resolve_includes(const fs::path& source_path, std::string_view source,
+                                         const std::vector<fs::path>& include_dirs) {
+  return resolve_includes(source_path, source, include_dirs, ResolveLimits{});
+}
+
+}  // namespace kjit
