@@ -12,22 +12,24 @@ constexpr uint32_t k_kib = 1024;
 
 // Shared memory figures: FACTS.md "Architecture limits". sm_107's per-SM
 // 328 KiB is the only public figure (Triton's change description) and is
-// unverified on a device; sm_88's limits are not public.
+// unverified on a device; sm_88's limits are not public. Clusters exist from
+// sm_90: 8 CTAs portable, 16 with the non-portable attribute on the data
+// centre parts; GeForce Blackwell (sm_120/121) stays at 8.
 constexpr std::array<ArchInfo, 14> k_archs{{
-    {75, "Turing", false, false, "10.0", "6.3", 64 * k_kib, 64 * k_kib, false},
-    {80, "Ampere", false, false, "11.0", "7.0", 166912, 164 * k_kib, false},
-    {86, "Ampere", false, false, "11.1", "7.1", 101376, 100 * k_kib, false},
-    {87, "Ampere (Orin)", false, false, "11.4", "7.4", 166912, 164 * k_kib, false},
-    {88, "Ampere-class", false, false, "13.0", "9.0", 0, 0, false},
-    {89, "Ada", false, false, "11.8", "7.8", 101376, 100 * k_kib, false},
-    {90, "Hopper", true, false, "12.0", "7.8", 232448, 228 * k_kib, false},
-    {100, "Blackwell", true, true, "12.8", "8.6", 232448, 228 * k_kib, false},
-    {101, "Blackwell (renamed sm_110 in CUDA 13.0)", true, true, "12.8", "8.6", 232448, 228 * k_kib, false},
-    {103, "Blackwell Ultra", true, true, "12.9", "8.8", 232448, 228 * k_kib, false},
-    {107, "Rubin", true, true, "13.4", "9.4", 232448, 328 * k_kib, true},
-    {110, "Blackwell (Thor)", true, true, "13.0", "9.0", 232448, 228 * k_kib, false},
-    {120, "Blackwell (GeForce)", true, true, "12.8", "8.7", 101376, 100 * k_kib, false},
-    {121, "Blackwell (DGX Spark)", true, true, "12.9", "8.8", 101376, 100 * k_kib, false},
+    {75, "Turing", false, false, "10.0", "6.3", 64 * k_kib, 64 * k_kib, false, 0},
+    {80, "Ampere", false, false, "11.0", "7.0", 166912, 164 * k_kib, false, 0},
+    {86, "Ampere", false, false, "11.1", "7.1", 101376, 100 * k_kib, false, 0},
+    {87, "Ampere (Orin)", false, false, "11.4", "7.4", 166912, 164 * k_kib, false, 0},
+    {88, "Ampere-class", false, false, "13.0", "9.0", 0, 0, false, 0},
+    {89, "Ada", false, false, "11.8", "7.8", 101376, 100 * k_kib, false, 0},
+    {90, "Hopper", true, false, "12.0", "7.8", 232448, 228 * k_kib, false, 16},
+    {100, "Blackwell", true, true, "12.8", "8.6", 232448, 228 * k_kib, false, 16},
+    {101, "Blackwell (renamed sm_110 in CUDA 13.0)", true, true, "12.8", "8.6", 232448, 228 * k_kib, false, 16},
+    {103, "Blackwell Ultra", true, true, "12.9", "8.8", 232448, 228 * k_kib, false, 16},
+    {107, "Rubin", true, true, "13.4", "9.4", 232448, 328 * k_kib, true, 16},
+    {110, "Blackwell (Thor)", true, true, "13.0", "9.0", 232448, 228 * k_kib, false, 16},
+    {120, "Blackwell (GeForce)", true, true, "12.8", "8.7", 101376, 100 * k_kib, false, 8},
+    {121, "Blackwell (DGX Spark)", true, true, "12.9", "8.8", 101376, 100 * k_kib, false, 8},
 }};
 
 std::string with_suffix(uint32_t sm, char suffix) {

@@ -25,7 +25,15 @@ struct ArchInfo {
   uint32_t smem_per_block_optin;   // bytes; 0 = unknown
   uint32_t smem_per_sm;            // bytes; 0 = unknown
   bool oversized_shared_memory;    // CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE exists
+  uint32_t max_cluster_size;       // CTAs, with the non-portable attribute; 0 = no clusters
 };
+
+// Limits every architecture here shares (CUDA programming guide).
+inline constexpr uint32_t k_max_threads_per_block = 1024;
+inline constexpr uint32_t k_default_dynamic_shared_bytes = 48 * 1024;  // without opt-in
+inline constexpr uint32_t k_portable_cluster_size = 8;
+// Shared memory the driver reserves per block on sm_80 and newer.
+inline constexpr uint32_t k_reserved_shared_bytes_per_block = 1024;
 
 std::span<const ArchInfo> known_archs();
 const ArchInfo* find_arch(uint32_t sm);
