@@ -43,7 +43,7 @@ test-gpu: build
 	ctest --preset default -L gpu --output-on-failure
 
 bench: build
-	build/bin/kjit_bench_compile
+	bench/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

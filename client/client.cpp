@@ -83,6 +83,9 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   for (const auto& [name, content] : request.headers) (*wire.mutable_headers())[name] = content;
   for (const std::string& expression : request.name_expressions) wire.add_name_expressions(expression);
   wire.set_artifact(to_proto(request.artifact));
+  wire.set_pipeline(request.pipeline);
+  for (const auto& [key, value] : request.pass_args) (*wire.mutable_pass_args())[key] = value;
+  wire.set_allow_ptx_fallback(request.allow_ptx_fallback);
 
   grpc::ClientContext context;
   impl_->set_deadline(context);
@@ -94,12 +97,39 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   result.artifact_kind = from_proto(response.artifact_kind());
   result.artifact = std::move(*response.mutable_artifact());
   result.target = response.target();
-  for (const v1::StageTiming& timing : response.timings()) result.timings.push_back({timing.stage(), timing.ms()});
+  for (const v1::StageTiming& timing : response.timings()) {
+    StageTiming stage{timing.stage(), timing.ms(), {}};
+    for (const v1::PassTiming& pass : timing.passes()) stage.passes.push_back({pass.pass(), pass.ms()});
+    result.timings.push_back(std::move(stage));
+  }
   result.log = response.log();
   for (const v1::KernelInfo& kernel : response.kernels()) result.kernels.push_back(from_proto(kernel));
   result.lowered_names.insert(response.lowered_names().begin(), response.lowered_names().end());
   result.server_ms = response.server_ms();
+  result.key = response.key();
+  for (const v1::KeyComponent& c : response.key_components()) result.key_components.push_back({c.name(), c.value()});
+  result.pipeline = response.pipeline();
+  result.notes.assign(response.notes().begin(), response.notes().end());
   return result;
+}
+
+Result<PipelineDescription> Client::describe_pipeline(InputKind input, const std::string& target,
+                                                      const std::string& pipeline) const {
+  v1::DescribePipelineRequest request;
+  request.set_input_kind(to_proto(input));
+  request.set_target(target);
+  request.set_pipeline(pipeline);
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::DescribePipelineResponse response;
+  grpc::Status status = impl_->compiler->DescribePipeline(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  PipelineDescription out;
+  out.name = response.name();
+  out.toml = response.toml();
+  out.known_pipelines.assign(response.known_pipelines().begin(), response.known_pipelines().end());
+  out.plugins.assign(response.active_plugins().begin(), response.active_plugins().end());
+  return out;
 }
 
 Result<std::string> Client::health() const {

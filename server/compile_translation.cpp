@@ -22,8 +22,16 @@ bool has_nul(std::string_view text) { return text.find('\0') != std::string_view
 // The input name only labels diagnostics; NVRTC also resolves quoted
 // includes next to it, so keep the last path component alone.
 std::string display_name(const std::string& given, InputKind kind) {
-  std::string name = given.substr(given.find_last_of("/\\") == std::string::npos ? 0 : given.find_last_of("/\\") + 1);
-  if (name.empty() || name == "." || name == "..") name = kind == InputKind::ptx ? "input.ptx" : "input.cu";
+  size_t slash = given.find_last_of("/\\");
+  std::string name = slash == std::string::npos ? given : given.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") {
+    switch (kind) {
+      case InputKind::ptx: name = "input.ptx"; break;
+      case InputKind::llvm_ir: name = "input.ll"; break;
+      case InputKind::llvm_bitcode: name = "input.bc"; break;
+      default: name = "input.cu"; break;
+    }
+  }
   if (name.size() > k_max_name_bytes) name.resize(k_max_name_bytes);
   return name;
 }
@@ -33,13 +41,14 @@ std::string display_name(const std::string& given, InputKind kind) {
 Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config) {
   CompileJob job;
   std::optional<InputKind> kind = from_proto(request.input().kind());
-  if (!kind) return invalid("input.kind is required: cuda-source or ptx");
+  if (!kind) return invalid("input.kind is required: cuda-source, ptx, llvm-ir or llvm-bitcode");
   job.input_kind = *kind;
 
   const std::string& data = request.input().data();
   if (data.empty()) return invalid("the input is empty");
   if (data.size() > config.max_input_bytes) return too_large("the input", data.size(), config.max_input_bytes, "max_input_bytes");
-  if ((job.input_kind == InputKind::cuda_source || job.input_kind == InputKind::ptx) && has_nul(data))
+  bool is_text = job.input_kind != InputKind::llvm_bitcode;
+  if (is_text && has_nul(data))
     return invalid("the input contains a NUL byte; " + std::string(to_string(job.input_kind)) + " input must be text");
   job.input = data;
   job.input_name = display_name(request.input().name(), job.input_kind);
@@ -85,6 +94,12 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
   }
 
   job.wanted = from_proto(request.artifact());
+  job.pipeline = request.pipeline();
+  if (static_cast<uint64_t>(request.pass_args_size()) > config.max_options)
+    return make_error(ErrorCode::resource_exhausted, "too many pass arguments; the daemon's limit is " +
+                                                         std::to_string(config.max_options) + " (limits.max_options)");
+  for (const auto& [key, value] : request.pass_args()) job.pass_args[key] = value;
+  job.allow_ptx_fallback = request.allow_ptx_fallback();
   return job;
 }
 
@@ -96,7 +111,20 @@ void to_compile_response(Artifact&& artifact, v1::CompileResponse& response) {
     v1::StageTiming* out = response.add_timings();
     out->set_stage(timing.stage);
     out->set_ms(timing.ms);
+    for (const PassTiming& pass : timing.passes) {
+      v1::PassTiming* p = out->add_passes();
+      p->set_pass(pass.pass);
+      p->set_ms(pass.ms);
+    }
   }
+  response.set_key(artifact.key);
+  for (const KeyComponent& c : artifact.key_components) {
+    v1::KeyComponent* out = response.add_key_components();
+    out->set_name(c.name);
+    out->set_value(c.value);
+  }
+  response.set_pipeline(artifact.pipeline);
+  for (std::string& note : artifact.notes) response.add_notes(std::move(note));
   response.set_log(std::move(artifact.log));
   for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *response.add_kernels());
   for (const auto& [expression, lowered] : artifact.lowered_names) (*response.mutable_lowered_names())[expression] = lowered;

@@ -5,6 +5,8 @@
 #include <chrono>
 
 #include "compile_translation.h"
+#include "convert/wire_convert.h"
+#include "pipeline/pipeline_toml.h"
 #include "status_mapping.h"
 
 namespace kjit {
@@ -36,6 +38,26 @@ grpc::Status CompilerService::Compile(grpc::ServerContext* context, const v1::Co
   response->set_server_ms(elapsed_ms());
   spdlog::info("compiled {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", job->input_name, job->target.canonical(),
                to_string(job->wanted), bytes, kernels, response->server_ms());
+  return grpc::Status::OK;
+}
+
+}  // namespace kjit
+
+namespace kjit {
+
+grpc::Status CompilerService::DescribePipeline(grpc::ServerContext* context, const v1::DescribePipelineRequest* request,
+                                               v1::DescribePipelineResponse* response) {
+  std::optional<InputKind> input = from_proto(request->input_kind());
+  if (!input) return to_grpc_status(make_error(ErrorCode::invalid_argument, "input_kind is required"), *context);
+  if (!request->target().empty()) {
+    if (Result<Target> target = parse_target(request->target()); !target) return to_grpc_status(target.error(), *context);
+  }
+  Result<PipelineSpec> pipeline = pipeline_->effective_pipeline(*input, request->pipeline());
+  if (!pipeline) return to_grpc_status(pipeline.error(), *context);
+  response->set_name(pipeline->name);
+  response->set_toml(pipeline_to_toml(*pipeline));
+  for (const std::string& name : pipeline_->pipeline_names()) response->add_known_pipelines(name);
+  for (const LoadedPlugin& plugin : pipeline_->plugins()) response->add_active_plugins(plugin.name + " " + plugin.version);
   return grpc::Status::OK;
 }
 

@@ -16,6 +16,8 @@ class CompilerService final : public v1::Compiler::Service {
 
   grpc::Status Compile(grpc::ServerContext* context, const v1::CompileRequest* request,
                        v1::CompileResponse* response) override;
+  grpc::Status DescribePipeline(grpc::ServerContext* context, const v1::DescribePipelineRequest* request,
+                                v1::DescribePipelineResponse* response) override;
 
  private:
   DaemonConfig config_;

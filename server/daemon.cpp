@@ -63,8 +63,13 @@ Status Daemon::start() {
   if (auto nvrtc = toolkit->nvrtc(); !nvrtc) spdlog::warn("{}", nvrtc.error().message);
   if (auto nvjitlink = toolkit->nvjitlink(); !nvjitlink) spdlog::warn("{}", nvjitlink.error().message);
   spdlog::info("CUDA toolkit {} at {}", toolkit->version(), toolkit->home());
-  compiler_service_ =
-      std::make_unique<CompilerService>(config_, std::make_shared<const CompilePipeline>(std::move(toolkit)));
+  PipelineSetup setup{config_.pipelines, config_.plugins, config_.llvm_pass_plugins};
+  auto pipeline = CompilePipeline::create(std::move(toolkit), std::move(setup));
+  if (!pipeline) return pipeline.error();
+  for (const LoadedPlugin& plugin : (*pipeline)->plugins())
+    spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
+                 plugin.passes.size(), plugin.edits.size());
+  compiler_service_ = std::make_unique<CompilerService>(config_, std::move(pipeline.value()));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

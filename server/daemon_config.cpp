@@ -4,11 +4,24 @@
 
 #include <set>
 
+#include "pipeline/pipeline_toml.h"
+
 namespace kjit {
 namespace {
 
 Error config_error(const std::string& path, const std::string& what) {
   return make_error(ErrorCode::invalid_argument, "config " + path + ": " + what);
+}
+
+Status read_strings(const toml::node& node, const std::string& path, const std::string& key, std::vector<std::string>& out) {
+  const toml::array* array = node.as_array();
+  if (!array) return config_error(path, key + " must be an array of strings");
+  for (const toml::node& item : *array) {
+    auto v = item.value<std::string>();
+    if (!v) return config_error(path, key + " must be an array of strings");
+    out.push_back(*v);
+  }
+  return Ok{};
 }
 
 template <typename T>
@@ -45,6 +58,9 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
     else if (k == "default_target") s = read_value(node, path, k, config.default_target);
     else if (k == "cuda_home") s = read_value(node, path, k, config.cuda_home);
     else if (k == "log_level") s = read_value(node, path, k, config.log_level);
+    else if (k == "plugins") s = read_strings(node, path, k, config.plugins);
+    else if (k == "llvm_pass_plugins") s = read_strings(node, path, k, config.llvm_pass_plugins);
+    else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (k == "limits") {
       const toml::table* limits = node.as_table();
       if (!limits) return config_error(path, "[limits] must be a table");
@@ -64,7 +80,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
     }
     if (!s) return s;
   }
-  return Ok{};
+  return read_pipeline_config(root, path, config.pipelines);
 }
 
 }  // namespace kjit

@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "kjit/status.h"
+#include "pipeline/pipeline_spec.h"
 
 namespace kjit {
 
@@ -19,6 +22,9 @@ struct DaemonConfig {
   std::string default_target = "cuda:90";        // when a request names none
   std::string cuda_home;                         // empty: $CUDA_HOME, then the build's toolkit
   std::string log_level = "info";                // spdlog level name
+  PipelineConfig pipelines;                      // [pipelines.NAME] and [[edits]]
+  std::vector<std::string> plugins;              // kjit plugin libraries (also $KJIT_PLUGIN_PATHS)
+  std::vector<std::string> llvm_pass_plugins;    // LLVM pass plugins for llvm-passes
 };
 
 // Reads a TOML file over the defaults. Unknown keys are errors, so a typo
@@ -35,6 +41,9 @@ struct DaemonConfig {
 //   max_headers = 4096
 //   max_options = 256
 //   max_name_expressions = 1024
+//   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
+//   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
+//   [pipelines.NAME] ... and [[edits]] ...: see src/pipeline/pipeline_toml.h
 Status load_config_file(const std::string& path, DaemonConfig& config);
 
 }  // namespace kjit

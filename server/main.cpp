@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include "daemon.h"
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   app.add_option("--default-target", flags.default_target, "target for requests that name none");
   app.add_option("--max-input-bytes", max_input_bytes, "largest accepted input (default 16 MiB)");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error");
+  std::vector<std::string> plugin_flags;
+  app.add_option("--plugin", plugin_flags, "load a kjit plugin (repeatable; also KJIT_PLUGIN_PATHS)");
   CLI11_PARSE(app, argc, argv);
 
   kjit::DaemonConfig config;
@@ -37,6 +40,18 @@ int main(int argc, char** argv) {
   if (app.count("--default-target")) config.default_target = flags.default_target;
   if (app.count("--log-level")) config.log_level = flags.log_level;
   if (max_input_bytes) config.max_input_bytes = max_input_bytes;
+  for (const std::string& path : plugin_flags) config.plugins.push_back(path);
+  // KJIT_PLUGIN_PATHS: colon-separated, like PATH; the daemon's environment,
+  // never a request, decides what is loaded.
+  if (const char* env = std::getenv("KJIT_PLUGIN_PATHS"); env && *env) {
+    std::string paths = env;
+    for (size_t start = 0; start <= paths.size();) {
+      size_t end = paths.find(':', start);
+      if (end == std::string::npos) end = paths.size();
+      if (end > start) config.plugins.push_back(paths.substr(start, end - start));
+      start = end + 1;
+    }
+  }
 
   auto logger = spdlog::stderr_color_mt("kjitd");
   spdlog::set_default_logger(logger);

@@ -28,6 +28,8 @@ std::optional<InputKind> kind_of(const CompileArgs& args) {
   std::string ext = std::filesystem::path(args.file).extension().string();
   if (ext == ".cu" || ext == ".cuh") return InputKind::cuda_source;
   if (ext == ".ptx") return InputKind::ptx;
+  if (ext == ".ll") return InputKind::llvm_ir;
+  if (ext == ".bc") return InputKind::llvm_bitcode;
   return std::nullopt;
 }
 
@@ -39,24 +41,29 @@ int usage_error(const std::string& message) {
 }  // namespace
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
-  CLI::App* cmd = app.add_subcommand("compile", "compile a CUDA C++ (.cu) or PTX (.ptx) file to a cubin");
-  cmd->add_option("file", args.file, "input file (.cu or .ptx)")->required();
+  CLI::App* cmd = app.add_subcommand("compile", "compile CUDA C++ (.cu), PTX (.ptx) or LLVM IR (.ll, .bc) to a cubin");
+  cmd->add_option("file", args.file, "input file (.cu, .ptx, .ll, .bc)")->required();
   cmd->add_option("--target,-t", args.target, "target, e.g. cuda:90 (default: the daemon's)");
   cmd->add_option("-o,--output", args.output, "output file (default: <input stem>.cubin or .ptx)");
-  cmd->add_flag("--ptx", args.ptx, "stop at PTX (CUDA C++ input only)");
+  cmd->add_flag("--ptx", args.ptx, "stop at PTX");
   cmd->add_flag("--json", args.json, "print the response's metadata as one JSON object");
   cmd->add_option("-I,--include-dir", args.include_dirs, "search DIR for included headers (sent with the request)");
   cmd->add_option("-D,--define", args.defines, "define a macro: NAME or NAME=VALUE");
   cmd->add_option("--name-expr", args.name_expressions, "a template instantiation to compile, e.g. 'scale<float>'");
   cmd->add_option("--option,-X", args.options, "a compiler option to pass, e.g. -X=-lineinfo");
-  cmd->add_option("--kind", args.kind, "input kind when the extension does not say: cuda-source or ptx");
+  cmd->add_option("--kind", args.kind, "input kind when the extension does not say: cuda-source, ptx, llvm-ir, llvm-bitcode");
+  cmd->add_option("--pipeline", args.pipeline, "a named pipeline from the daemon's configuration or a plugin");
+  cmd->add_option("--pass-arg", args.pass_args, "a pass argument PASS.KEY=VALUE, e.g. llvm-passes.pipeline=default<O2>");
+  cmd->add_flag("--allow-ptx-fallback", args.allow_ptx_fallback,
+                "when the toolkit cannot build a cubin for the target, accept PTX for the driver to JIT");
   return cmd;
 }
 
 int run_compile(const CompileArgs& args, const std::string& socket_path) {
   std::optional<InputKind> kind = kind_of(args);
-  if (!kind) return usage_error("cannot tell the input kind of '" + args.file + "': use a .cu or .ptx file, or --kind");
-  if (args.ptx && *kind != InputKind::cuda_source) return usage_error("--ptx needs CUDA C++ input");
+  if (!kind)
+    return usage_error("cannot tell the input kind of '" + args.file + "': use a .cu, .ptx, .ll or .bc file, or --kind");
+  if (args.ptx && *kind == InputKind::ptx) return usage_error("--ptx: the input is PTX already");
   std::optional<std::string> source = read_file(args.file);
   if (!source) return usage_error("cannot read " + args.file);
 
@@ -67,6 +74,13 @@ int run_compile(const CompileArgs& args, const std::string& socket_path) {
   request.target = args.target;
   request.artifact = args.ptx ? ArtifactKind::ptx : ArtifactKind::cubin;
   request.name_expressions = args.name_expressions;
+  request.pipeline = args.pipeline;
+  request.allow_ptx_fallback = args.allow_ptx_fallback;
+  for (const std::string& pass_arg : args.pass_args) {
+    size_t eq = pass_arg.find('=');
+    if (eq == std::string::npos || pass_arg.find('.') > eq) return usage_error("--pass-arg wants PASS.KEY=VALUE, got '" + pass_arg + "'");
+    request.pass_args[pass_arg.substr(0, eq)] = pass_arg.substr(eq + 1);
+  }
   for (const std::string& define : args.defines) request.options.push_back("-D" + define);
   request.options.insert(request.options.end(), args.options.begin(), args.options.end());
 
@@ -105,6 +119,7 @@ int run_compile(const CompileArgs& args, const std::string& socket_path) {
   } else {
     if (output == "-") std::cout.write(result->artifact.data(), static_cast<std::streamsize>(result->artifact.size()));
     if (!result->log.empty()) std::fputs(result->log.c_str(), stderr);
+    for (const std::string& note : result->notes) std::fprintf(stderr, "kjit: note: %s\n", note.c_str());
   }
   return k_exit_ok;
 }

@@ -19,6 +19,9 @@ struct CompileArgs {
   std::vector<std::string> defines;
   std::vector<std::string> name_expressions;
   std::vector<std::string> options;
+  std::string pipeline;
+  std::vector<std::string> pass_args;  // PASS.KEY=VALUE
+  bool allow_ptx_fallback = false;
 };
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);

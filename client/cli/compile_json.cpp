@@ -23,7 +23,15 @@ nlohmann::json kernel_to_json(const KernelInfo& kernel) {
 
 nlohmann::json compile_result_to_json(const CompileResult& result) {
   nlohmann::json timings = nlohmann::json::object();
-  for (const StageTiming& t : result.timings) timings[t.stage] = t.ms;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageTiming& t : result.timings) {
+    timings[t.stage] = t.ms;
+    nlohmann::json passes = nlohmann::json::array();
+    for (const PassTiming& p : t.passes) passes.push_back({{"pass", p.pass}, {"ms", p.ms}});
+    stages.push_back({{"stage", t.stage}, {"ms", t.ms}, {"passes", passes}});
+  }
+  nlohmann::json key_components = nlohmann::json::array();
+  for (const KeyComponent& c : result.key_components) key_components.push_back({{"name", c.name}, {"value", c.value}});
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelInfo& k : result.kernels) kernels.push_back(kernel_to_json(k));
   return {
@@ -35,6 +43,11 @@ nlohmann::json compile_result_to_json(const CompileResult& result) {
       {"kernels", kernels},
       {"lowered_names", result.lowered_names},
       {"log", result.log},
+      {"stages", stages},
+      {"key", result.key},
+      {"key_components", key_components},
+      {"pipeline", result.pipeline},
+      {"notes", result.notes},
   };
 }
 

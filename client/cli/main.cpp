@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "compile_command.h"
+#include "pipeline_command.h"
 #include "exit_codes.h"
 #include "kjit/client.h"
 #include "kjit/socket_path.h"
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
   compile->add_option("--socket,-s", socket, "kjitd's unix socket");
   CLI::App* health = app.add_subcommand("health", "ask kjitd whether it is serving");
   health->add_option("--socket,-s", socket, "kjitd's unix socket");
+  kjit::cli::PipelineShowArgs pipeline_args;
+  CLI::App* pipeline_show = nullptr;
+  CLI::App* pipeline = kjit::cli::add_pipeline_command(app, pipeline_args, &pipeline_show);
+  pipeline_show->add_option("--socket,-s", socket, "kjitd's unix socket");
 
   try {
     app.parse(argc, argv);
@@ -46,5 +51,6 @@ int main(int argc, char** argv) {
   std::string socket_path = kjit::resolve_socket_path(socket);
   if (*compile) return kjit::cli::run_compile(compile_args, socket_path);
   if (*health) return run_health(socket_path);
+  if (*pipeline && *pipeline_show) return kjit::cli::run_pipeline_show(pipeline_args, socket_path);
   return kjit::cli::k_exit_usage;
 }

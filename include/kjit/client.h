@@ -22,6 +22,9 @@ struct CompileRequest {
   std::map<std::string, std::string> headers; // include name -> content
   std::vector<std::string> name_expressions;  // e.g. "scale<float>"
   ArtifactKind artifact = ArtifactKind::cubin;
+  std::string pipeline;                        // a named pipeline; empty: the default
+  std::map<std::string, std::string> pass_args;  // "PASS.KEY" -> value
+  bool allow_ptx_fallback = false;             // PTX instead of an error when no cubin can be built
 };
 
 struct CompileResult {
@@ -33,6 +36,17 @@ struct CompileResult {
   std::vector<KernelInfo> kernels;
   std::map<std::string, std::string> lowered_names;
   double server_ms = 0;
+  std::string key;                           // cache key, hex SHA-256
+  std::vector<KeyComponent> key_components;  // what the key was derived from
+  std::string pipeline;                      // the pipeline that ran
+  std::vector<std::string> notes;
+};
+
+struct PipelineDescription {
+  std::string name;
+  std::string toml;  // the effective pipeline, in the configuration's syntax
+  std::vector<std::string> known_pipelines;
+  std::vector<std::string> plugins;  // "name version"
 };
 
 struct ClientOptions {
@@ -52,6 +66,10 @@ class Client {
   // Errors carry the daemon's code, message and full compiler log; an
   // unreachable daemon is ErrorCode::unavailable.
   Result<CompileResult> compile(const CompileRequest& request) const;
+
+  // The pipeline a compile of `input` would run, after every edit.
+  Result<PipelineDescription> describe_pipeline(InputKind input, const std::string& target,
+                                                const std::string& pipeline) const;
 
   // "SERVING" when the daemon is up.
   Result<std::string> health() const;

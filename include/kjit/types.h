@@ -42,9 +42,23 @@ struct KernelInfo {
   bool operator==(const KernelInfo&) const = default;
 };
 
-struct StageTiming {
-  std::string stage;  // "nvrtc", "nvjitlink", ...
+struct PassTiming {
+  std::string pass;  // "nvrtc-compile", "llvm-passes", ...
   double ms = 0;
+};
+
+// One stage that ran, with the passes it ran, in order.
+struct StageTiming {
+  std::string stage;  // "nvrtc", "nvjitlink", "llvm-opt", ...
+  double ms = 0;
+  std::vector<PassTiming> passes;
+};
+
+// One named input of the cache key ("target", "input.digest", ...).
+struct KeyComponent {
+  std::string name;
+  std::string value;  // printable; large values (sources) enter as digests
+  bool operator==(const KeyComponent&) const = default;
 };
 
 }  // namespace kjit

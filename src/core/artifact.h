@@ -15,8 +15,12 @@ struct Artifact {
   std::string target;                              // canonical target, "cuda:90"
   std::vector<KernelInfo> kernels;                 // read from the binary itself
   std::map<std::string, std::string> lowered_names;  // name expression -> symbol
-  std::vector<StageTiming> timings;                // one per stage that ran
+  std::vector<StageTiming> timings;                // one per stage that ran, with its passes
   std::string log;                                 // every stage's log, in order
+  std::string key;                                 // cache key, hex SHA-256
+  std::vector<KeyComponent> key_components;        // what the key was derived from
+  std::string pipeline;                            // the effective pipeline's name
+  std::vector<std::string> notes;                  // e.g. "PTX returned: toolkit 13.0 cannot build sm_107"
 };
 
 }  // namespace kjit

@@ -19,6 +19,11 @@ struct CompileJob {
   std::map<std::string, std::string> headers; // include name -> content
   std::vector<std::string> name_expressions;  // e.g. "scale<float>"
   ArtifactKind wanted = ArtifactKind::cubin;
+  std::string pipeline;                       // a named pipeline; empty: the default for the input
+  std::map<std::string, std::string> pass_args;  // "pass.key" -> value
+  // When the toolkit cannot build a cubin for the target (sm_107 with CUDA
+  // 13.0), answer with the PTX for the driver to JIT instead of an error.
+  bool allow_ptx_fallback = false;
 };
 
 }  // namespace kjit

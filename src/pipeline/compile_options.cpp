@@ -160,9 +160,10 @@ Result<CheckedOptions> check_options(InputKind input, const std::vector<std::str
     if (matched->takes_value) {
       if (Status s = check_value(*matched, option, value); !s) return s.error();
     }
-    if (input == InputKind::ptx && matched->applies == Applies::source) {
-      return make_error(ErrorCode::invalid_argument,
-                        "option '" + option + "' applies to CUDA C++ source and has no effect on PTX input");
+    if (input != InputKind::cuda_source && matched->applies == Applies::source) {
+      return make_error(ErrorCode::invalid_argument, "option '" + option +
+                                                         "' applies to CUDA C++ source and has no effect on " +
+                                                         std::string(to_string(input)) + " input");
     }
 
     std::string_view canonical = matched->spellings[0];

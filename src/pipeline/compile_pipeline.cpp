@@ -3,141 +3,245 @@
 #include <algorithm>
 #include <chrono>
 
-#include "backends/nvjitlink/nvjitlink_stage.h"
-#include "backends/nvrtc/include_policy.h"
-#include "backends/nvrtc/nvrtc_stage.h"
+#include "backends/llvm/llvm_optimizer.h"
 #include "metadata/cubin_reader.h"
-#include "pipeline/compile_options.h"
+#include "pipeline/builtin_passes.h"
+#include "pipeline/compile_key.h"
+#include "pipeline/default_pipelines.h"
+#include "pipeline/pipeline_runner.h"
 
 namespace kjit {
 namespace {
 
-class StageClock {
- public:
-  explicit StageClock(std::vector<StageTiming>& timings, std::string stage)
-      : timings_(timings), stage_(std::move(stage)), start_(std::chrono::steady_clock::now()) {}
-  ~StageClock() {
-    std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start_;
-    timings_.push_back({stage_, elapsed.count()});
-  }
-
- private:
-  std::vector<StageTiming>& timings_;
-  std::string stage_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-void append_log(std::string& log, std::string_view stage, const std::string& text) {
-  if (text.empty()) return;
-  if (!log.empty() && log.back() != '\n') log += '\n';
-  log += "[" + std::string(stage) + "]\n" + text;
+bool serves(const PipelineSpec& pipeline, InputKind input) {
+  return pipeline.inputs.empty() || std::find(pipeline.inputs.begin(), pipeline.inputs.end(), input) != pipeline.inputs.end();
 }
 
-std::string list_targets(const std::vector<uint32_t>& archs) {
-  std::string out;
-  for (uint32_t sm : archs) {
-    const ArchInfo* arch = find_arch(sm);
-    auto add = [&](std::string t) { out += (out.empty() ? "" : ", ") + t; };
-    add("cuda:" + std::to_string(sm));
-    if (arch && arch->has_arch_specific) add("cuda:" + std::to_string(sm) + "a");
-    if (arch && arch->has_family_specific) add("cuda:" + std::to_string(sm) + "f");
+bool edit_applies(const PipelineEdit& edit, const PipelineSpec& pipeline) {
+  if (!edit.scope.empty()) return edit.scope == pipeline.name;
+  if (edit.op == EditOp::override_stage) {
+    return std::any_of(pipeline.stages.begin(), pipeline.stages.end(),
+                       [&](const StageSpec& s) { return s.name == edit.stage.name; });
   }
-  return out;
+  return has_pass(pipeline, edit.anchor);
 }
 
 }  // namespace
 
-CompilePipeline::CompilePipeline(std::shared_ptr<const CudaToolkit> toolkit) : toolkit_(std::move(toolkit)) {}
+CompilePipeline::CompilePipeline(std::shared_ptr<const CudaToolkit> toolkit) : toolkit_(std::move(toolkit)) {
+  register_builtin_passes(registry_);
+}
 
-Status CompilePipeline::check_target_supported(const CompileJob& job) const {
-  std::vector<uint32_t> archs = toolkit_->supported_archs();
-  if (archs.empty() || std::find(archs.begin(), archs.end(), job.target.sm) != archs.end()) return Ok{};
-  const ArchInfo& arch = job.target.arch();
-  return make_error(ErrorCode::invalid_argument,
-                    "target " + job.target.canonical() + " (" + job.target.sm_name() +
-                        ") is not supported by the installed CUDA toolkit " + toolkit_->version() + " at " +
-                        toolkit_->home() + "; " + job.target.sm_name() + " needs CUDA " + std::string(arch.min_cuda) +
-                        " or newer (PTX ISA " + std::string(arch.min_ptx_isa) +
-                        "); targets this toolkit supports: " + list_targets(archs));
+Result<std::shared_ptr<const CompilePipeline>> CompilePipeline::create(std::shared_ptr<const CudaToolkit> toolkit,
+                                                                       PipelineSetup setup) {
+  auto pipeline = std::make_shared<CompilePipeline>(std::move(toolkit));
+  pipeline->named_ = std::move(setup.config.pipelines);
+  pipeline->edits_ = std::move(setup.config.edits);
+  for (const std::string& path : setup.plugin_paths) {
+    Result<LoadedPlugin> plugin = load_plugin(path);
+    if (!plugin) return plugin.error();
+    for (const LoadedPlugin& other : pipeline->plugins_)
+      if (other.name == plugin->name)
+        return make_error(ErrorCode::failed_precondition, "plugin " + path + ": name '" + plugin->name +
+                                                              "' is already taken by " + other.path);
+    for (PassImpl& pass : plugin->passes)
+      if (Status s = pipeline->registry_.add(pass); !s) return s.error();
+    for (PipelineEdit& edit : plugin->edits) {
+      if (edit.op == EditOp::override_pipeline) pipeline->named_.push_back(edit.pipeline);
+      else pipeline->edits_.push_back(edit);
+    }
+    pipeline->plugins_.push_back(std::move(plugin.value()));
+  }
+  for (const std::string& path : setup.llvm_pass_plugins)
+    if (Status s = load_llvm_pass_plugin(path); !s) return s.error();
+  pipeline->llvm_pass_plugins_ = std::move(setup.llvm_pass_plugins);
+  if (Status s = pipeline->validate(); !s) return s.error();
+  return std::shared_ptr<const CompilePipeline>(std::move(pipeline));
+}
+
+Status CompilePipeline::validate() const {
+  std::vector<const PipelineSpec*> all;
+  for (const PipelineSpec& p : default_pipelines()) all.push_back(&p);
+  for (const PipelineSpec& p : named_) {
+    for (const PipelineSpec* other : all)
+      if (other->name == p.name)
+        return make_error(ErrorCode::failed_precondition, "pipeline '" + p.name + "' is defined twice");
+    all.push_back(&p);
+  }
+  for (const PipelineSpec* p : all)
+    for (const StageSpec& stage : p->stages)
+      for (const std::string& pass : stage.passes)
+        if (!registry_.find(pass))
+          return make_error(ErrorCode::failed_precondition, "pipeline '" + p->name + "' stage '" + stage.name +
+                                                                "' names pass '" + pass + "', which no one registers");
+  for (const PipelineEdit& edit : edits_) {
+    if ((edit.op == EditOp::insert_before || edit.op == EditOp::insert_after || edit.op == EditOp::replace) &&
+        !registry_.find(edit.pass))
+      return make_error(ErrorCode::failed_precondition, "edit from " + edit.origin + " names pass '" + edit.pass +
+                                                            "', which no one registers");
+    if (edit.op == EditOp::override_stage)
+      for (const std::string& pass : edit.stage.passes)
+        if (!registry_.find(pass))
+          return make_error(ErrorCode::failed_precondition, "override-stage from " + edit.origin + " names pass '" +
+                                                                pass + "', which no one registers");
+    bool anchored = false;
+    for (const PipelineSpec* p : all) {
+      if (!edit.scope.empty() && p->name != edit.scope) continue;
+      PipelineEdit probe = edit;
+      probe.scope.clear();
+      anchored |= edit_applies(probe, *p);
+    }
+    if (!anchored) {
+      std::string what = edit.op == EditOp::override_stage ? "stage '" + edit.stage.name + "'" : "pass '" + edit.anchor + "'";
+      return make_error(ErrorCode::failed_precondition,
+                        "edit '" + std::string(to_string(edit.op)) + "' from " + edit.origin + " names " + what +
+                            ", which " + (edit.scope.empty() ? "no pipeline has" : "pipeline '" + edit.scope + "' does not have"));
+    }
+  }
+  return Ok{};
+}
+
+std::vector<std::string> CompilePipeline::pipeline_names() const {
+  std::vector<std::string> names;
+  for (const PipelineSpec& p : default_pipelines()) names.push_back(p.name);
+  for (const PipelineSpec& p : named_) names.push_back(p.name);
+  return names;
+}
+
+Result<PipelineSpec> CompilePipeline::base_pipeline(InputKind input, const std::string& name) const {
+  if (name.empty()) {
+    const PipelineSpec* p = default_pipeline_for(input);
+    if (!p) return make_error(ErrorCode::unimplemented, "no pipeline takes " + std::string(to_string(input)) + " input yet");
+    return *p;
+  }
+  const PipelineSpec* found = nullptr;
+  for (const PipelineSpec& p : named_)
+    if (p.name == name) found = &p;
+  for (const PipelineSpec& p : default_pipelines())
+    if (p.name == name) found = &p;
+  if (!found) {
+    std::string known;
+    for (const std::string& n : pipeline_names()) known += (known.empty() ? "" : ", ") + n;
+    return make_error(ErrorCode::invalid_argument, "no pipeline named '" + name + "'; known: " + known);
+  }
+  if (!serves(*found, input))
+    return make_error(ErrorCode::invalid_argument,
+                      "pipeline '" + name + "' does not take " + std::string(to_string(input)) + " input");
+  return *found;
+}
+
+Result<PipelineSpec> CompilePipeline::effective_pipeline(InputKind input, const std::string& name) const {
+  auto pipeline = base_pipeline(input, name);
+  if (!pipeline) return pipeline;
+  PipelineSpec effective = *pipeline;
+  // Global edits apply where their anchor is; an edit scoped to this
+  // pipeline must find its anchor, or the request fails naming it.
+  for (const PipelineEdit& edit : edits_) {
+    if (!edit_applies(edit, effective)) continue;
+    if (Status s = apply_edit(effective, edit); !s) return s.error();
+  }
+  return effective;
+}
+
+Result<CompilePipeline::Plan> CompilePipeline::plan(const CompileJob& job) const {
+  auto pipeline = effective_pipeline(job.input_kind, job.pipeline);
+  if (!pipeline) return pipeline.error();
+  Plan plan;
+  plan.pipeline = std::move(*pipeline);
+  plan.args = plan.pipeline.args;
+  for (const auto& [key, value] : job.pass_args) {
+    size_t dot = key.find('.');
+    std::string pass_name = key.substr(0, dot);
+    if (dot == std::string::npos || dot + 1 == key.size())
+      return make_error(ErrorCode::invalid_argument, "pass argument '" + key + "' is not of the form PASS.KEY");
+    if (!has_pass(plan.pipeline, pass_name))
+      return make_error(ErrorCode::invalid_argument, "pass argument '" + key + "' names pass '" + pass_name +
+                                                         "', which pipeline '" + plan.pipeline.name + "' does not run");
+    const PassImpl* pass = registry_.find(pass_name);
+    std::string arg = key.substr(dot + 1);
+    if (std::find(pass->arg_keys.begin(), pass->arg_keys.end(), arg) == pass->arg_keys.end())
+      return make_error(ErrorCode::invalid_argument, "pass '" + pass_name + "' takes no argument '" + arg + "'");
+    plan.args[key] = value;
+  }
+
+  KeyInputs inputs{job, plan.pipeline, registry_, *toolkit_, plan.args, std::nullopt, {}};
+  for (const LoadedPlugin& plugin : plugins_) {
+    bool active = std::any_of(plugin.passes.begin(), plugin.passes.end(),
+                              [&](const PassImpl& p) { return has_pass(plan.pipeline, p.name); });
+    bool hook = plugin.key_hook && (plugin.key_hook_scope.empty() || plugin.key_hook_scope == plan.pipeline.name);
+    for (const PipelineEdit& edit : plugin.edits)
+      active |= edit.scope == plan.pipeline.name;
+    if (!active && !hook) continue;
+    inputs.plugin_components.push_back({"plugin." + plugin.name, plugin.version});
+    if (hook) {
+      Result<KeyHookResult> contribution = plugin.key_hook(job);
+      if (!contribution) return contribution.error();
+      for (const KeyComponent& c : contribution->components)
+        inputs.plugin_components.push_back({"plugin." + plugin.name + "." + c.name, c.value});
+      if (contribution->input_digest) inputs.input_digest = "plugin." + plugin.name + ":" + *contribution->input_digest;
+    }
+  }
+  plan.key = compile_key(inputs);
+  return plan;
+}
+
+Result<CacheKey> CompilePipeline::key(const CompileJob& job) const {
+  auto p = plan(job);
+  if (!p) return p.error();
+  return std::move(p->key);
 }
 
 Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
-  if (job.input_kind != InputKind::cuda_source && job.input_kind != InputKind::ptx) {
-    return make_error(ErrorCode::unimplemented,
-                      "input kind " + std::string(to_string(job.input_kind)) + " is reserved and not supported yet");
-  }
-  if (job.input_kind == InputKind::ptx && job.wanted == ArtifactKind::ptx) {
-    return make_error(ErrorCode::invalid_argument, "the input is already PTX; ask for a cubin");
-  }
-  auto options = check_options(job.input_kind, job.options);
-  if (!options) return options.error();
-  if (Status s = check_target_supported(job); !s) return s.error();
+  auto p = plan(job);
+  if (!p) return p.error();
 
   Artifact artifact;
   artifact.target = job.target.canonical();
-  std::string ptx;
+  artifact.pipeline = p->pipeline.name;
+  artifact.key = p->key.hex;
+  artifact.key_components = p->key.components;
 
-  if (job.input_kind == InputKind::cuda_source) {
-    auto nvrtc = toolkit_->nvrtc();
-    if (!nvrtc) return nvrtc.error();
-    if (Status s = check_include_policy(job.input, job.input_name, job.headers); !s) return s.error();
+  bool cubin_possible = static_cast<bool>(check_toolkit_supports(*toolkit_, job.target));
+  bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
+  std::map<std::string, std::string> lowered;
+  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_};
+  Result<PipelineRun> run = run_pipeline(p->pipeline, registry_, context, p->args, job.input,
+                                         ir_kind_of(job.input_kind), stop_at_ptx);
+  if (!run) return run.error();
+  artifact.timings = std::move(run->stages);
+  artifact.log = std::move(run->log);
+  artifact.lowered_names = std::move(lowered);
 
-    // Not --no-source-include: the toolkit's own headers include their
-    // siblings with quotes. The daemon runs in an empty working directory
-    // instead, so a quoted include never finds a file of the daemon's.
-    std::vector<std::string> nvrtc_options{"-arch=" + job.target.compute_name()};
-    for (const std::string& dir : toolkit_->include_dirs()) nvrtc_options.push_back("--include-path=" + dir);
-    nvrtc_options.insert(nvrtc_options.end(), options->nvrtc.begin(), options->nvrtc.end());
-
-    Result<PtxOutput> out = [&] {
-      StageClock clock(artifact.timings, "nvrtc");
-      return compile_cuda_to_ptx(**nvrtc, job, nvrtc_options);
-    }();
-    if (!out) return out.error();
-    append_log(artifact.log, "nvrtc", out->log);
-    artifact.lowered_names = std::move(out->lowered_names);
-    ptx = std::move(out->ptx);
-    if (job.wanted == ArtifactKind::ptx) {
-      artifact.kind = ArtifactKind::ptx;
-      artifact.bytes = std::move(ptx);
-      return artifact;
-    }
+  if (run->kind == IrKind::ptx) {
+    if (job.wanted != ArtifactKind::ptx)
+      artifact.notes.push_back("PTX returned for the driver to JIT: the CUDA toolkit " + toolkit_->version() +
+                               " cannot build a cubin for " + job.target.sm_name() + " (needs CUDA " +
+                               std::string(job.target.arch().min_cuda) + ")");
+    artifact.kind = ArtifactKind::ptx;
+    artifact.bytes = std::move(run->ir);
+    return artifact;
   }
-
-  auto nvjitlink = toolkit_->nvjitlink();
-  if (!nvjitlink) return nvjitlink.error();
-  std::vector<std::string> link_options{"-arch=" + job.target.sm_name()};
-  link_options.insert(link_options.end(), options->nvjitlink.begin(), options->nvjitlink.end());
-  const std::string& ptx_input = job.input_kind == InputKind::ptx ? job.input : ptx;
-  Result<CubinOutput> cubin = [&] {
-    StageClock clock(artifact.timings, "nvjitlink");
-    return link_ptx_to_cubin(**nvjitlink, ptx_input, job.input_name, link_options);
-  }();
-  if (!cubin) {
-    Error error = cubin.error();
-    if (!artifact.log.empty()) error.log = artifact.log + (error.log.empty() ? "" : "\n[nvjitlink]\n" + error.log);
-    return error;
+  if (run->kind != IrKind::cubin) {
+    return make_error(ErrorCode::failed_precondition, "pipeline '" + p->pipeline.name + "' ended with " +
+                                                          std::string(to_string(run->kind)) + ", not a cubin or PTX");
   }
-  append_log(artifact.log, "nvjitlink", cubin->log);
+  if (job.wanted == ArtifactKind::ptx)
+    return make_error(ErrorCode::failed_precondition, "pipeline '" + p->pipeline.name + "' never produced PTX");
 
-  Result<CubinInfo> info = [&] {
-    StageClock clock(artifact.timings, "metadata");
-    return read_cubin(cubin->cubin);
-  }();
-  if (!info) {
-    return make_error(ErrorCode::internal, "the cubin nvJitLink produced could not be read: " + info.error().message);
-  }
-  if (info->sm != job.target.sm) {
-    return make_error(ErrorCode::internal, "nvJitLink produced a cubin for sm_" + std::to_string(info->sm) +
+  auto start = std::chrono::steady_clock::now();
+  Result<CubinInfo> info = read_cubin(run->ir);
+  double metadata_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  artifact.timings.push_back({"metadata", metadata_ms, {{"cubin-reader", metadata_ms}}});
+  if (!info) return make_error(ErrorCode::internal, "the cubin produced could not be read: " + info.error().message);
+  if (info->sm != job.target.sm)
+    return make_error(ErrorCode::internal, "the pipeline produced a cubin for sm_" + std::to_string(info->sm) +
                                                " when " + job.target.sm_name() + " was asked for");
-  }
   artifact.kernels = std::move(info->kernels);
-  for (KernelInfo& kernel : artifact.kernels) {
-    for (const auto& [expression, lowered] : artifact.lowered_names)
-      if (kernel.lowered_name == lowered) kernel.name = expression;
-  }
+  for (KernelInfo& kernel : artifact.kernels)
+    for (const auto& [expression, symbol] : artifact.lowered_names)
+      if (kernel.lowered_name == symbol) kernel.name = expression;
   artifact.kind = ArtifactKind::cubin;
-  artifact.bytes = std::move(cubin->cubin);
+  artifact.bytes = std::move(run->ir);
   return artifact;
 }
 

@@ -1,31 +1,65 @@
-// The lowering pipeline of the first slice: CUDA C++ -> PTX (NVRTC) ->
-// cubin (nvJitLink), PTX -> cubin, and the cubin's kernels read back. A pure
-// function CompileJob -> Artifact | Error; where it runs is the caller's
-// choice.
+// The compiler as one pure function, CompileJob -> Artifact | Error: picks
+// the pipeline (default, named, or a plugin's), applies the edits of the
+// configuration and of plugins, derives the cache key, runs the passes, and
+// reads the kernels back from the binary.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backends/cuda_toolkit.h"
+#include "cache/cache_key.h"
 #include "core/artifact.h"
 #include "core/compile_job.h"
+#include "pipeline/pass.h"
+#include "pipeline/pipeline_spec.h"
+#include "plugin/plugin_loader.h"
 
 namespace kjit {
 
+struct PipelineSetup {
+  PipelineConfig config;                       // named pipelines and edits from the daemon's TOML
+  std::vector<std::string> plugin_paths;       // kjit plugins (include/kjit/plugin.h)
+  std::vector<std::string> llvm_pass_plugins;  // LLVM pass plugins, for llvm-passes
+};
+
 class CompilePipeline {
  public:
+  // The built-in pipelines, no plugins.
   explicit CompilePipeline(std::shared_ptr<const CudaToolkit> toolkit);
 
-  // Options in the job must have passed check_options already; the pipeline
-  // checks them again to split them between stages.
+  // Loads plugins and checks every pipeline and edit: a bad plugin, a pass
+  // no one registers or an edit whose anchor exists nowhere is an error here,
+  // at start-up, not at the first request.
+  static Result<std::shared_ptr<const CompilePipeline>> create(std::shared_ptr<const CudaToolkit> toolkit,
+                                                               PipelineSetup setup);
+
+  // The pipeline a request would run, after all edits.
+  Result<PipelineSpec> effective_pipeline(InputKind input, const std::string& name) const;
+  Result<CacheKey> key(const CompileJob& job) const;
   Result<Artifact> run(const CompileJob& job) const;
 
+  std::vector<std::string> pipeline_names() const;
+  const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   const CudaToolkit& toolkit() const { return *toolkit_; }
 
  private:
-  Status check_target_supported(const CompileJob& job) const;
+  struct Plan {
+    PipelineSpec pipeline;
+    std::map<std::string, std::string> args;
+    CacheKey key;
+  };
+  Result<Plan> plan(const CompileJob& job) const;
+  Result<PipelineSpec> base_pipeline(InputKind input, const std::string& name) const;
+  Status validate() const;
 
   std::shared_ptr<const CudaToolkit> toolkit_;
+  PassRegistry registry_;
+  std::vector<PipelineSpec> named_;   // configuration and plugin pipelines
+  std::vector<PipelineEdit> edits_;   // configuration first, then plugins in load order
+  std::vector<LoadedPlugin> plugins_;
+  std::vector<std::string> llvm_pass_plugins_;
 };
 
 }  // namespace kjit

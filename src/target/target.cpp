@@ -16,20 +16,20 @@ constexpr uint32_t k_kib = 1024;
 // sm_90: 8 CTAs portable, 16 with the non-portable attribute on the data
 // centre parts; GeForce Blackwell (sm_120/121) stays at 8.
 constexpr std::array<ArchInfo, 14> k_archs{{
-    {75, "Turing", false, false, "10.0", "6.3", 64 * k_kib, 64 * k_kib, false, 0},
-    {80, "Ampere", false, false, "11.0", "7.0", 166912, 164 * k_kib, false, 0},
-    {86, "Ampere", false, false, "11.1", "7.1", 101376, 100 * k_kib, false, 0},
-    {87, "Ampere (Orin)", false, false, "11.4", "7.4", 166912, 164 * k_kib, false, 0},
-    {88, "Ampere-class", false, false, "13.0", "9.0", 0, 0, false, 0},
-    {89, "Ada", false, false, "11.8", "7.8", 101376, 100 * k_kib, false, 0},
-    {90, "Hopper", true, false, "12.0", "7.8", 232448, 228 * k_kib, false, 16},
-    {100, "Blackwell", true, true, "12.8", "8.6", 232448, 228 * k_kib, false, 16},
-    {101, "Blackwell (renamed sm_110 in CUDA 13.0)", true, true, "12.8", "8.6", 232448, 228 * k_kib, false, 16},
-    {103, "Blackwell Ultra", true, true, "12.9", "8.8", 232448, 228 * k_kib, false, 16},
-    {107, "Rubin", true, true, "13.4", "9.4", 232448, 328 * k_kib, true, 16},
-    {110, "Blackwell (Thor)", true, true, "13.0", "9.0", 232448, 228 * k_kib, false, 16},
-    {120, "Blackwell (GeForce)", true, true, "12.8", "8.7", 101376, 100 * k_kib, false, 8},
-    {121, "Blackwell (DGX Spark)", true, true, "12.9", "8.8", 101376, 100 * k_kib, false, 8},
+    {75, "Turing", false, false, "10.0", "6.3", 64 * k_kib, 64 * k_kib, false, 0, "sm_75", 0},
+    {80, "Ampere", false, false, "11.0", "7.0", 166912, 164 * k_kib, false, 0, "sm_80", 0},
+    {86, "Ampere", false, false, "11.1", "7.1", 101376, 100 * k_kib, false, 0, "sm_86", 0},
+    {87, "Ampere (Orin)", false, false, "11.4", "7.4", 166912, 164 * k_kib, false, 0, "sm_87", 0},
+    {88, "Ampere-class", false, false, "13.0", "9.0", 0, 0, false, 0, "sm_87", 0},
+    {89, "Ada", false, false, "11.8", "7.8", 101376, 100 * k_kib, false, 0, "sm_89", 0},
+    {90, "Hopper", true, false, "12.0", "7.8", 232448, 228 * k_kib, false, 16, "sm_90", 0},
+    {100, "Blackwell", true, true, "12.8", "8.6", 232448, 228 * k_kib, false, 16, "sm_90", 512},
+    {101, "Blackwell (renamed sm_110 in CUDA 13.0)", true, true, "12.8", "8.6", 232448, 228 * k_kib, false, 16, "sm_90", 512},
+    {103, "Blackwell Ultra", true, true, "12.9", "8.8", 232448, 228 * k_kib, false, 16, "sm_90", 512},
+    {107, "Rubin", true, true, "13.4", "9.4", 232448, 328 * k_kib, true, 16, "sm_90", 576},
+    {110, "Blackwell (Thor)", true, true, "13.0", "9.0", 232448, 228 * k_kib, false, 16, "sm_90", 512},
+    {120, "Blackwell (GeForce)", true, true, "12.8", "8.7", 101376, 100 * k_kib, false, 8, "sm_90", 0},
+    {121, "Blackwell (DGX Spark)", true, true, "12.9", "8.8", 101376, 100 * k_kib, false, 8, "sm_90", 0},
 }};
 
 std::string with_suffix(uint32_t sm, char suffix) {
@@ -51,6 +51,19 @@ std::string Target::canonical() const { return "cuda:" + with_suffix(sm, suffix)
 std::string Target::sm_name() const { return "sm_" + with_suffix(sm, suffix); }
 std::string Target::compute_name() const { return "compute_" + with_suffix(sm, suffix); }
 const ArchInfo& Target::arch() const { return *find_arch(sm); }
+
+LlvmCodegenPlan llvm_codegen_plan(const Target& target) {
+  const ArchInfo& arch = target.arch();
+  LlvmCodegenPlan plan;
+  plan.cpu = std::string(arch.llvm_cpu);
+  // Arch-specific code only where LLVM knows that very architecture.
+  if (target.suffix == 'a' && plan.cpu == "sm_" + std::to_string(target.sm)) plan.cpu += 'a';
+  plan.features = std::string(k_llvm_max_ptx_feature);
+  plan.ptx_target = target.sm_name();
+  plan.ptx_min_version = std::string(arch.min_ptx_isa);
+  plan.retargeted = plan.ptx_target != plan.cpu;
+  return plan;
+}
 
 std::string describe_known_targets() {
   std::string out;

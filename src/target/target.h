@@ -26,6 +26,8 @@ struct ArchInfo {
   uint32_t smem_per_sm;            // bytes; 0 = unknown
   bool oversized_shared_memory;    // CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE exists
   uint32_t max_cluster_size;       // CTAs, with the non-portable attribute; 0 = no clusters
+  std::string_view llvm_cpu;       // the processor LLVM 19 gets: itself, or the newest it knows
+  uint32_t tensor_memory_columns;  // tcgen05 tensor memory: 128 lanes x this many 32-bit columns
 };
 
 // Limits every architecture here shares (CUDA programming guide).
@@ -49,6 +51,20 @@ struct Target {
   const ArchInfo& arch() const;      // always valid for a parsed Target
   bool operator==(const Target&) const = default;
 };
+
+// How the LLVM path builds for a target: what LLVM is given, and what the
+// PTX it writes is retargeted to (Triton's method for newer targets).
+struct LlvmCodegenPlan {
+  std::string cpu;             // "sm_90", "sm_90a"
+  std::string features;        // "+ptx85"
+  std::string ptx_target;      // "sm_107", "sm_100a"
+  std::string ptx_min_version; // "9.4"
+  bool retargeted = false;     // ptx_target differs from cpu
+};
+LlvmCodegenPlan llvm_codegen_plan(const Target& target);
+
+// The newest PTX ISA LLVM 19's NVPTX back end writes.
+inline constexpr std::string_view k_llvm_max_ptx_feature = "+ptx85";
 
 // Accepts "cuda:90", "cuda:90a", "cuda:100f" and the aliases "sm_90a".
 // An unknown architecture or suffix is invalid_argument listing the known ones.

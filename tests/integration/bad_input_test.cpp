@@ -141,11 +141,9 @@ TEST_F(BadInputTest, IncludesThatEscapeTheRequestAreRefused) {
   EXPECT_NE(result.error().message.find("inner.h:1"), std::string::npos) << result.error().message;
 }
 
-TEST_F(BadInputTest, MissingInputKindIsInvalidArgumentAndReservedKindsAreUnimplemented) {
-  // The client always sets a kind; a raw proto without one is covered by
-  // the translation (INPUT_KIND_UNSPECIFIED); reserved kinds are answered.
-  auto request = source("define void @k() { ret void }");
-  request.input_kind = InputKind::llvm_ir;
+TEST_F(BadInputTest, ReservedInputKindsAreUnimplemented) {
+  auto request = source("__global__ void k() {}");
+  request.input_kind = InputKind::hip_source;
   auto result = compile(request);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().code, ErrorCode::unimplemented);

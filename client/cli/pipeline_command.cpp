@@ -1,0 +1,33 @@
+#include "pipeline_command.h"
+
+#include <cstdio>
+
+#include "exit_codes.h"
+#include "kjit/client.h"
+
+namespace kjit::cli {
+
+CLI::App* add_pipeline_command(CLI::App& app, PipelineShowArgs& args, CLI::App** show) {
+  CLI::App* cmd = app.add_subcommand("pipeline", "inspect the daemon's pipelines");
+  cmd->require_subcommand(1);
+  *show = cmd->add_subcommand("show", "print the effective pipeline for an input kind, as TOML");
+  (*show)->add_option("--input", args.input, "cuda-source, ptx, llvm-ir, llvm-bitcode");
+  (*show)->add_option("--target,-t", args.target, "target, e.g. cuda:90");
+  (*show)->add_option("--pipeline", args.pipeline, "a named pipeline (default: the input's default)");
+  return cmd;
+}
+
+int run_pipeline_show(const PipelineShowArgs& args, const std::string& socket_path) {
+  std::optional<InputKind> input = parse_input_kind(args.input);
+  if (!input) {
+    std::fprintf(stderr, "kjit pipeline show: unknown input kind '%s'\n", args.input.c_str());
+    return k_exit_usage;
+  }
+  Client client(socket_path, {std::chrono::seconds(30)});
+  Result<PipelineDescription> description = client.describe_pipeline(*input, args.target, args.pipeline);
+  if (!description) return report_error(description.error(), socket_path);
+  std::fputs(description->toml.c_str(), stdout);
+  return k_exit_ok;
+}
+
+}  // namespace kjit::cli

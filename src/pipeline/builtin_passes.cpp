@@ -1,0 +1,122 @@
+#include "pipeline/builtin_passes.h"
+
+#include <algorithm>
+
+#include "backends/llvm/llvm_optimizer.h"
+#include "backends/llvm/nvptx_codegen.h"
+#include "backends/nvjitlink/nvjitlink_stage.h"
+#include "backends/nvrtc/include_policy.h"
+#include "backends/nvrtc/nvrtc_stage.h"
+#include "backends/ptx/ptx_retarget.h"
+#include "pipeline/compile_options.h"
+
+namespace kjit {
+namespace {
+
+std::string list_targets(const std::vector<uint32_t>& archs) {
+  std::string out;
+  for (uint32_t sm : archs) {
+    const ArchInfo* arch = find_arch(sm);
+    auto add = [&](std::string t) { out += (out.empty() ? "" : ", ") + t; };
+    add("cuda:" + std::to_string(sm));
+    if (arch && arch->has_arch_specific) add("cuda:" + std::to_string(sm) + "a");
+    if (arch && arch->has_family_specific) add("cuda:" + std::to_string(sm) + "f");
+  }
+  return out;
+}
+
+Result<PassOutput> run_nvrtc(PassContext& ctx, std::string_view source) {
+  auto nvrtc = ctx.toolkit.nvrtc();
+  if (!nvrtc) return nvrtc.error();
+  if (Status s = check_toolkit_supports(ctx.toolkit, ctx.job.target); !s) return s.error();
+  if (Status s = check_include_policy(source, ctx.job.input_name, ctx.job.headers); !s) return s.error();
+  auto options = check_options(ctx.job.input_kind, ctx.job.options);
+  if (!options) return options.error();
+
+  // Not --no-source-include: the toolkit's own headers include their
+  // siblings with quotes. The daemon runs in an empty working directory
+  // instead, so a quoted include never finds a file of the daemon's.
+  std::vector<std::string> nvrtc_options{"-arch=" + ctx.job.target.compute_name()};
+  for (const std::string& dir : ctx.toolkit.include_dirs()) nvrtc_options.push_back("--include-path=" + dir);
+  nvrtc_options.insert(nvrtc_options.end(), options->nvrtc.begin(), options->nvrtc.end());
+
+  CompileJob job = ctx.job;  // the pass may run on rewritten source
+  job.input = std::string(source);
+  Result<PtxOutput> out = compile_cuda_to_ptx(**nvrtc, job, nvrtc_options);
+  if (!out) return out.error();
+  ctx.lowered_names = std::move(out->lowered_names);
+  return PassOutput{std::move(out->ptx), std::move(out->log)};
+}
+
+Result<PassOutput> run_nvjitlink(PassContext& ctx, std::string_view ptx) {
+  auto nvjitlink = ctx.toolkit.nvjitlink();
+  if (!nvjitlink) return nvjitlink.error();
+  if (Status s = check_toolkit_supports(ctx.toolkit, ctx.job.target); !s) {
+    Error error = s.error();
+    error.message += "; allow_ptx_fallback (kjit compile --allow-ptx-fallback) returns the PTX for the driver to JIT";
+    return error;
+  }
+  auto options = check_options(ctx.job.input_kind == InputKind::cuda_source ? InputKind::cuda_source : InputKind::ptx,
+                               ctx.job.options);
+  if (!options) return options.error();
+  std::vector<std::string> link_options{"-arch=" + ctx.job.target.sm_name()};
+  link_options.insert(link_options.end(), options->nvjitlink.begin(), options->nvjitlink.end());
+  Result<CubinOutput> cubin = link_ptx_to_cubin(**nvjitlink, ptx, ctx.job.input_name, link_options);
+  if (!cubin) return cubin.error();
+  return PassOutput{std::move(cubin->cubin), std::move(cubin->log)};
+}
+
+LlvmTarget llvm_target_for(const Target& target) {
+  LlvmCodegenPlan plan = llvm_codegen_plan(target);
+  return LlvmTarget{"nvptx64-nvidia-cuda", plan.cpu, plan.features};
+}
+
+Result<PassOutput> run_llvm_passes_pass(PassContext& ctx, std::string_view ir) {
+  LlvmOptimizeRequest request;
+  request.ir = ir;
+  request.name = ctx.job.input_name;
+  if (auto it = ctx.args.find("pipeline"); it != ctx.args.end()) request.pipeline = it->second;
+  request.target = llvm_target_for(ctx.job.target);
+  request.pass_plugin_paths = ctx.llvm_pass_plugins;
+  Result<std::string> bitcode = run_llvm_passes(request);
+  if (!bitcode) return bitcode.error();
+  return PassOutput{std::move(*bitcode), {}};
+}
+
+Result<PassOutput> run_nvptx_codegen(PassContext& ctx, std::string_view ir) {
+  Result<std::string> ptx = nvptx_codegen(ir, ctx.job.input_name, llvm_target_for(ctx.job.target));
+  if (!ptx) return ptx.error();
+  return PassOutput{std::move(*ptx), {}};
+}
+
+Result<PassOutput> run_ptx_retarget(PassContext& ctx, std::string_view ptx) {
+  LlvmCodegenPlan plan = llvm_codegen_plan(ctx.job.target);
+  Result<std::string> out = retarget_ptx(ptx, plan.ptx_target, plan.ptx_min_version);
+  if (!out) return out.error();
+  return PassOutput{std::move(*out), {}};
+}
+
+}  // namespace
+
+Status check_toolkit_supports(const CudaToolkit& toolkit, const Target& target) {
+  std::vector<uint32_t> archs = toolkit.supported_archs();
+  if (archs.empty() || std::find(archs.begin(), archs.end(), target.sm) != archs.end()) return Ok{};
+  const ArchInfo& arch = target.arch();
+  return make_error(ErrorCode::invalid_argument,
+                    "target " + target.canonical() + " (" + target.sm_name() +
+                        ") is not supported by the installed CUDA toolkit " + toolkit.version() + " at " +
+                        toolkit.home() + "; " + target.sm_name() + " needs CUDA " + std::string(arch.min_cuda) +
+                        " or newer (PTX ISA " + std::string(arch.min_ptx_isa) +
+                        "); targets this toolkit supports: " + list_targets(archs));
+}
+
+void register_builtin_passes(PassRegistry& registry) {
+  // Versions change when a pass's output for the same input can change.
+  registry.add({"nvrtc-compile", "1", IrKind::cuda_source, IrKind::ptx, {}, "builtin", run_nvrtc});
+  registry.add({"nvjitlink-link", "1", IrKind::ptx, IrKind::cubin, {}, "builtin", run_nvjitlink});
+  registry.add({"llvm-passes", "1", IrKind::llvm, IrKind::llvm, {"pipeline"}, "builtin", run_llvm_passes_pass});
+  registry.add({"nvptx-codegen", "1", IrKind::llvm, IrKind::ptx, {}, "builtin", run_nvptx_codegen});
+  registry.add({"ptx-retarget", "1", IrKind::ptx, IrKind::ptx, {}, "builtin", run_ptx_retarget});
+}
+
+}  // namespace kjit

@@ -1,0 +1,70 @@
+#include "pipeline/compile_key.h"
+
+#include "backends/llvm/llvm_module.h"
+
+namespace kjit {
+namespace {
+
+std::string joined(const std::vector<std::string>& items, char separator = '\n') {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+bool uses_pass(const PipelineSpec& pipeline, std::string_view prefix) {
+  for (const StageSpec& stage : pipeline.stages)
+    for (const std::string& pass : stage.passes)
+      if (pass.starts_with(prefix)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string describe_for_key(const PipelineSpec& pipeline, const PassRegistry& registry) {
+  std::string out;
+  for (const StageSpec& stage : pipeline.stages) {
+    if (!out.empty()) out += ' ';
+    out += stage.name + "[";
+    for (size_t i = 0; i < stage.passes.size(); ++i) {
+      const PassImpl* pass = registry.find(stage.passes[i]);
+      if (i) out += ',';
+      out += stage.passes[i] + "@" + (pass ? pass->version : "?");
+      if (pass && pass->origin != "builtin") out += "(" + pass->origin + ")";
+    }
+    out += "]";
+  }
+  return out;
+}
+
+CacheKey compile_key(const KeyInputs& in) {
+  const CompileJob& job = in.job;
+  std::vector<KeyComponent> c;
+  c.push_back({"input.kind", std::string(to_string(job.input_kind))});
+  c.push_back({"input.digest", in.input_digest ? *in.input_digest : sha256_hex(job.input)});
+  if (!job.headers.empty()) {
+    std::string all;
+    for (const auto& [name, content] : job.headers) all += name + '\0' + sha256_hex(content) + '\n';
+    c.push_back({"input.headers", sha256_hex(all)});
+  }
+  if (!job.name_expressions.empty()) c.push_back({"name_expressions", joined(job.name_expressions)});
+  c.push_back({"target", job.target.canonical()});
+  c.push_back({"options", joined(job.options)});
+  c.push_back({"artifact", std::string(to_string(job.wanted))});
+  if (job.allow_ptx_fallback) c.push_back({"ptx_fallback", "allowed"});
+  c.push_back({"pipeline", in.pipeline.name + ": " + describe_for_key(in.pipeline, in.registry)});
+  if (!in.pass_args.empty()) {
+    std::vector<std::string> args;
+    for (const auto& [k, v] : in.pass_args) args.push_back(k + "=" + v);
+    c.push_back({"pass_args", joined(args)});
+  }
+  if (uses_pass(in.pipeline, "nvrtc")) c.push_back({"toolchain.nvrtc", in.toolkit.version()});
+  if (uses_pass(in.pipeline, "nvjitlink")) c.push_back({"toolchain.nvjitlink", in.toolkit.version()});
+  if (uses_pass(in.pipeline, "llvm") || uses_pass(in.pipeline, "nvptx")) c.push_back({"toolchain.llvm", llvm_version()});
+  for (const KeyComponent& plugin : in.plugin_components) c.push_back(plugin);
+  return derive_key(std::move(c));
+}
+
+}  // namespace kjit

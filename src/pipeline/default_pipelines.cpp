@@ -1,0 +1,42 @@
+#include "pipeline/default_pipelines.h"
+
+namespace kjit {
+
+// NVIDIA pipelines. Stage: name, takes, gives, passes. Pass arguments default
+// here and can be set per request ("llvm-passes.pipeline=default<O2>").
+const std::vector<PipelineSpec>& default_pipelines() {
+  static const std::vector<PipelineSpec> pipelines{
+      {"cuda-nvidia",
+       {InputKind::cuda_source},
+       {
+           {"nvrtc", IrKind::cuda_source, IrKind::ptx, {"nvrtc-compile"}},
+           {"nvjitlink", IrKind::ptx, IrKind::cubin, {"nvjitlink-link"}},
+       },
+       {}},
+      {"ptx-nvidia",
+       {InputKind::ptx},
+       {
+           {"nvjitlink", IrKind::ptx, IrKind::cubin, {"nvjitlink-link"}},
+       },
+       {}},
+      {"llvm-nvidia",
+       {InputKind::llvm_ir, InputKind::llvm_bitcode},
+       {
+           {"llvm-opt", IrKind::llvm, IrKind::llvm, {"llvm-passes"}},
+           {"llvm-nvptx", IrKind::llvm, IrKind::ptx, {"nvptx-codegen"}},
+           {"ptx", IrKind::ptx, IrKind::ptx, {"ptx-retarget"}},
+           {"nvjitlink", IrKind::ptx, IrKind::cubin, {"nvjitlink-link"}},
+       },
+       {{"llvm-passes.pipeline", "default<O3>"}}},
+  };
+  return pipelines;
+}
+
+const PipelineSpec* default_pipeline_for(InputKind input) {
+  for (const PipelineSpec& p : default_pipelines())
+    for (InputKind i : p.inputs)
+      if (i == input) return &p;
+  return nullptr;
+}
+
+}  // namespace kjit

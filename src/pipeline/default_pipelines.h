@@ -1,0 +1,16 @@
+// The built-in pipelines, one per (input kind, vendor): readable top to
+// bottom in default_pipelines.cpp.
+#pragma once
+
+#include <vector>
+
+#include "pipeline/pipeline_spec.h"
+
+namespace kjit {
+
+const std::vector<PipelineSpec>& default_pipelines();
+
+// The default pipeline serving `input`; nullptr when none does.
+const PipelineSpec* default_pipeline_for(InputKind input);
+
+}  // namespace kjit

@@ -1,0 +1,51 @@
+// A pass: IR bytes of one kind in, IR bytes (maybe of another kind) out, with
+// a log. Built-in passes wrap NVRTC, nvJitLink and LLVM; plugins add more.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/cuda_toolkit.h"
+#include "core/compile_job.h"
+#include "pipeline/pipeline_spec.h"
+
+namespace kjit {
+
+struct PassContext {
+  const CompileJob& job;
+  const CudaToolkit& toolkit;
+  std::map<std::string, std::string> args;           // this pass's arguments: key -> value
+  std::map<std::string, std::string>& lowered_names;  // filled by nvrtc-compile
+  std::vector<std::string> llvm_pass_plugins;        // paths, for llvm-passes
+};
+
+struct PassOutput {
+  std::string ir;
+  std::string log;
+};
+
+struct PassImpl {
+  std::string name;
+  std::string version;   // enters the cache key
+  IrKind takes = IrKind::ptx;
+  IrKind gives = IrKind::ptx;
+  std::vector<std::string> arg_keys;  // the arguments it accepts
+  std::string origin = "builtin";     // or the plugin's name
+  std::function<Result<PassOutput>(PassContext&, std::string_view ir)> run;
+};
+
+class PassRegistry {
+ public:
+  // A second pass with the same name is failed_precondition naming both origins.
+  Status add(PassImpl pass);
+  const PassImpl* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, PassImpl, std::less<>> passes_;
+};
+
+}  // namespace kjit

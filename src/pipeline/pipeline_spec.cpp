@@ -1,0 +1,111 @@
+#include "pipeline/pipeline_spec.h"
+
+#include <algorithm>
+#include <array>
+
+namespace kjit {
+namespace {
+
+constexpr std::array<std::pair<IrKind, std::string_view>, 4> k_ir_kinds{{
+    {IrKind::cuda_source, "cuda-source"},
+    {IrKind::ptx, "ptx"},
+    {IrKind::llvm, "llvm"},
+    {IrKind::cubin, "cubin"},
+}};
+
+constexpr std::array<std::pair<EditOp, std::string_view>, 6> k_edit_ops{{
+    {EditOp::insert_before, "insert-before"},
+    {EditOp::insert_after, "insert-after"},
+    {EditOp::disable, "disable"},
+    {EditOp::replace, "replace"},
+    {EditOp::override_stage, "override-stage"},
+    {EditOp::override_pipeline, "override-pipeline"},
+}};
+
+Error missing_anchor(const PipelineSpec& pipeline, const PipelineEdit& edit) {
+  return make_error(ErrorCode::failed_precondition, "edit '" + std::string(to_string(edit.op)) + " " + edit.anchor +
+                                                        "' from " + edit.origin + " names pass '" + edit.anchor +
+                                                        "', which pipeline '" + pipeline.name + "' does not have");
+}
+
+}  // namespace
+
+std::string_view to_string(IrKind kind) {
+  for (auto [k, name] : k_ir_kinds)
+    if (k == kind) return name;
+  return "unknown";
+}
+
+std::optional<IrKind> parse_ir_kind(std::string_view text) {
+  for (auto [k, name] : k_ir_kinds)
+    if (name == text) return k;
+  return std::nullopt;
+}
+
+IrKind ir_kind_of(InputKind input) {
+  switch (input) {
+    case InputKind::cuda_source: return IrKind::cuda_source;
+    case InputKind::ptx: return IrKind::ptx;
+    case InputKind::llvm_ir:
+    case InputKind::llvm_bitcode: return IrKind::llvm;
+    case InputKind::hip_source: return IrKind::cuda_source;  // no HIP pipeline yet
+  }
+  return IrKind::cuda_source;
+}
+
+std::string_view to_string(EditOp op) {
+  for (auto [o, name] : k_edit_ops)
+    if (o == op) return name;
+  return "unknown";
+}
+
+std::optional<EditOp> parse_edit_op(std::string_view text) {
+  for (auto [o, name] : k_edit_ops)
+    if (name == text) return o;
+  return std::nullopt;
+}
+
+bool has_pass(const PipelineSpec& pipeline, std::string_view pass) {
+  for (const StageSpec& stage : pipeline.stages)
+    if (std::find(stage.passes.begin(), stage.passes.end(), pass) != stage.passes.end()) return true;
+  return false;
+}
+
+Status apply_edit(PipelineSpec& pipeline, const PipelineEdit& edit) {
+  switch (edit.op) {
+    case EditOp::override_pipeline: {
+      std::string name = pipeline.name;
+      pipeline = edit.pipeline;
+      if (pipeline.name.empty()) pipeline.name = name;
+      return Ok{};
+    }
+    case EditOp::override_stage: {
+      for (StageSpec& stage : pipeline.stages) {
+        if (stage.name == edit.stage.name) {
+          stage = edit.stage;
+          return Ok{};
+        }
+      }
+      return make_error(ErrorCode::failed_precondition, "override-stage from " + edit.origin + " names stage '" +
+                                                            edit.stage.name + "', which pipeline '" + pipeline.name +
+                                                            "' does not have");
+    }
+    default:
+      break;
+  }
+  for (StageSpec& stage : pipeline.stages) {
+    auto it = std::find(stage.passes.begin(), stage.passes.end(), edit.anchor);
+    if (it == stage.passes.end()) continue;
+    switch (edit.op) {
+      case EditOp::insert_before: stage.passes.insert(it, edit.pass); break;
+      case EditOp::insert_after: stage.passes.insert(it + 1, edit.pass); break;
+      case EditOp::disable: stage.passes.erase(it); break;
+      case EditOp::replace: *it = edit.pass; break;
+      default: break;
+    }
+    return Ok{};
+  }
+  return missing_anchor(pipeline, edit);
+}
+
+}  // namespace kjit
