@@ -1,0 +1,28 @@
+// Example plugin for error paths: a pass that fails with a diagnostic, and a
+// pass that returns garbage instead of PTX. Both run only in the pipelines
+// the daemon's configuration builds with them.
+#include <kjit/plugin.h>
+
+namespace {
+
+int fail(const kjit_pass_input*, const kjit_pass_output* output) {
+  output->diagnostic(output->host, "test-fail: refusing this module on purpose");
+  return 7;
+}
+
+int garbage(const kjit_pass_input*, const kjit_pass_output* output) {
+  const char junk[] = "this is not PTX at all";
+  output->write_ir(output->host, junk, sizeof(junk) - 1);
+  return 0;
+}
+
+const kjit_pass_desc k_passes[] = {
+    {"test-fail", "1.0", "ptx", "ptx", nullptr, 0, fail},
+    {"test-garbage", "1.0", "ptx", "ptx", nullptr, 0, garbage},
+};
+const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 2, nullptr, 0, nullptr,
+                                 nullptr};
+
+}  // namespace
+
+extern "C" const kjit_plugin_info* kjit_plugin_get_info(void) { return &k_info; }
