@@ -5,6 +5,7 @@
 #include <set>
 
 #include "pipeline/pipeline_toml.h"
+#include "target/target.h"
 
 namespace kjit {
 namespace {
@@ -20,6 +21,34 @@ Status read_strings(const toml::node& node, const std::string& path, const std::
     auto v = item.value<std::string>();
     if (!v) return config_error(path, key + " must be an array of strings");
     out.push_back(*v);
+  }
+  return Ok{};
+}
+
+Status read_toolkits(const toml::node& node, const std::string& path, std::vector<ToolkitRange>& out) {
+  const toml::array* array = node.as_array();
+  if (!array) return config_error(path, "toolkits must be an array of [[toolkits]] tables");
+  for (const toml::node& item : *array) {
+    const toml::table* t = item.as_table();
+    if (!t) return config_error(path, "toolkits must be an array of [[toolkits]] tables");
+    ToolkitRange range;
+    for (auto&& [key, value] : *t) {
+      std::string k(key.str());
+      auto text = value.value<std::string>();
+      if (!text) return config_error(path, "toolkits." + k + " must be a string");
+      if (k == "cuda_home") {
+        range.cuda_home = *text;
+      } else if (k == "from" || k == "to") {
+        Result<Target> target = parse_target(*text);
+        if (!target) return config_error(path, "toolkits." + k + ": " + target.error().message);
+        (k == "from" ? range.min_sm : range.max_sm) = target->sm;
+      } else {
+        return config_error(path, "unknown key toolkits." + k);
+      }
+    }
+    if (range.cuda_home.empty() || !range.min_sm || !range.max_sm || range.min_sm > range.max_sm)
+      return config_error(path, "each [[toolkits]] needs cuda_home and from <= to");
+    out.push_back(range);
   }
   return Ok{};
 }
@@ -60,6 +89,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
     else if (k == "log_level") s = read_value(node, path, k, config.log_level);
     else if (k == "plugins") s = read_strings(node, path, k, config.plugins);
     else if (k == "llvm_pass_plugins") s = read_strings(node, path, k, config.llvm_pass_plugins);
+    else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
     else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (k == "limits") {
       const toml::table* limits = node.as_table();

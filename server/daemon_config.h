@@ -11,6 +11,12 @@
 
 namespace kjit {
 
+// A toolkit for a range of targets, e.g. a newer nvJitLink for cuda:100 and up.
+struct ToolkitRange {
+  uint32_t min_sm = 0, max_sm = 0;
+  std::string cuda_home;
+};
+
 struct DaemonConfig {
   std::string socket_path;                       // empty: default_socket_path()
   std::string listen_address;                    // optional TCP "host:port" (plaintext, for loopback/tests)
@@ -25,6 +31,7 @@ struct DaemonConfig {
   PipelineConfig pipelines;                      // [pipelines.NAME] and [[edits]]
   std::vector<std::string> plugins;              // kjit plugin libraries (also $KJIT_PLUGIN_PATHS)
   std::vector<std::string> llvm_pass_plugins;    // LLVM pass plugins for llvm-passes
+  std::vector<ToolkitRange> toolkits;            // [[toolkits]] from/to/cuda_home
 };
 
 // Reads a TOML file over the defaults. Unknown keys are errors, so a typo
@@ -43,6 +50,10 @@ struct DaemonConfig {
 //   max_name_expressions = 1024
 //   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
 //   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
+//   [[toolkits]]                 # another CUDA toolkit for a range of targets
+//   from = "cuda:100"
+//   to = "cuda:121"
+//   cuda_home = "/opt/cuda-13.4"
 //   [pipelines.NAME] ... and [[edits]] ...: see src/pipeline/pipeline_toml.h
 Status load_config_file(const std::string& path, DaemonConfig& config);
 

@@ -55,6 +55,7 @@ Result<std::shared_ptr<const CompilePipeline>> CompilePipeline::create(std::shar
   for (const std::string& path : setup.llvm_pass_plugins)
     if (Status s = load_llvm_pass_plugin(path); !s) return s.error();
   pipeline->llvm_pass_plugins_ = std::move(setup.llvm_pass_plugins);
+  pipeline->toolkits_ = std::move(setup.toolkits);
   if (Status s = pipeline->validate(); !s) return s.error();
   return std::shared_ptr<const CompilePipeline>(std::move(pipeline));
 }
@@ -99,6 +100,12 @@ Status CompilePipeline::validate() const {
     }
   }
   return Ok{};
+}
+
+const CudaToolkit& CompilePipeline::toolkit_for(const Target& target) const {
+  for (const ToolkitForRange& range : toolkits_)
+    if (target.sm >= range.min_sm && target.sm <= range.max_sm) return *range.toolkit;
+  return *toolkit_;
 }
 
 std::vector<std::string> CompilePipeline::pipeline_names() const {
@@ -164,7 +171,7 @@ Result<CompilePipeline::Plan> CompilePipeline::plan(const CompileJob& job) const
     plan.args[key] = value;
   }
 
-  KeyInputs inputs{job, plan.pipeline, registry_, *toolkit_, plan.args, std::nullopt, {}};
+  KeyInputs inputs{job, plan.pipeline, registry_, toolkit_for(job.target), plan.args, std::nullopt, {}};
   for (const LoadedPlugin& plugin : plugins_) {
     bool active = std::any_of(plugin.passes.begin(), plugin.passes.end(),
                               [&](const PassImpl& p) { return has_pass(plan.pipeline, p.name); });
@@ -201,10 +208,11 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
   artifact.key = p->key.hex;
   artifact.key_components = p->key.components;
 
-  bool cubin_possible = static_cast<bool>(check_toolkit_supports(*toolkit_, job.target));
+  const CudaToolkit& toolkit = toolkit_for(job.target);
+  bool cubin_possible = static_cast<bool>(check_toolkit_supports(toolkit, job.target));
   bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
   std::map<std::string, std::string> lowered;
-  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_};
+  PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_};
   Result<PipelineRun> run = run_pipeline(p->pipeline, registry_, context, p->args, job.input,
                                          ir_kind_of(job.input_kind), stop_at_ptx);
   if (!run) return run.error();
@@ -214,7 +222,7 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
 
   if (run->kind == IrKind::ptx) {
     if (job.wanted != ArtifactKind::ptx)
-      artifact.notes.push_back("PTX returned for the driver to JIT: the CUDA toolkit " + toolkit_->version() +
+      artifact.notes.push_back("PTX returned for the driver to JIT: the CUDA toolkit " + toolkit.version() +
                                " cannot build a cubin for " + job.target.sm_name() + " (needs CUDA " +
                                std::string(job.target.arch().min_cuda) + ")");
     artifact.kind = ArtifactKind::ptx;

@@ -18,10 +18,17 @@
 
 namespace kjit {
 
+// A toolkit that serves a range of SM numbers instead of the default one.
+struct ToolkitForRange {
+  uint32_t min_sm = 0, max_sm = 0;
+  std::shared_ptr<const CudaToolkit> toolkit;
+};
+
 struct PipelineSetup {
   PipelineConfig config;                       // named pipelines and edits from the daemon's TOML
   std::vector<std::string> plugin_paths;       // kjit plugins (include/kjit/plugin.h)
   std::vector<std::string> llvm_pass_plugins;  // LLVM pass plugins, for llvm-passes
+  std::vector<ToolkitForRange> toolkits;       // first match wins; else the default toolkit
 };
 
 class CompilePipeline {
@@ -43,6 +50,8 @@ class CompilePipeline {
   std::vector<std::string> pipeline_names() const;
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   const CudaToolkit& toolkit() const { return *toolkit_; }
+  // The toolkit that builds for `target`: a configured range's, or the default.
+  const CudaToolkit& toolkit_for(const Target& target) const;
 
  private:
   struct Plan {
@@ -60,6 +69,7 @@ class CompilePipeline {
   std::vector<PipelineEdit> edits_;   // configuration first, then plugins in load order
   std::vector<LoadedPlugin> plugins_;
   std::vector<std::string> llvm_pass_plugins_;
+  std::vector<ToolkitForRange> toolkits_;
 };
 
 }  // namespace kjit

@@ -448,6 +448,27 @@ TEST(PluginStartup, MissingPluginFileIsRefusedAtStartup) {
   EXPECT_NE(r.err.find("/nonexistent/libnothing.so"), std::string::npos) << r.err;
 }
 
+TEST(ToolkitRanges, AConfiguredToolkitBuildsItsRangeAndAMissingOneIsRefusedAtStartup) {
+#ifndef KJIT_TEST_HAVE_TOOLKIT
+  GTEST_SKIP() << "built without the CUDA toolkit";
+#endif
+  fs::path config = fs::temp_directory_path() / ("kjit-toolkits-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "[[toolkits]]\nfrom = \"cuda:100\"\nto = \"cuda:121\"\ncuda_home = \"/nonexistent-cuda\"\n";
+  auto refused = start_kjitd({"--config", config.string()});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("sm_100..sm_121"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("/nonexistent-cuda"), std::string::npos) << refused.err;
+
+  // The toolkit kjit was built with, named by another path, serves sm_100+.
+  std::string home = fs::canonical(std::string(KJIT_TEST_CUDA_HOME)).string();
+  std::ofstream(config) << "[[toolkits]]\nfrom = \"cuda:100\"\nto = \"cuda:121\"\ncuda_home = \"" << home << "\"\n";
+  DaemonProcess daemon({"--config", config.string()});
+  fs::remove(config);
+  auto result = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:100"));
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(elf_sm(result->artifact), 100u);
+}
+
 TEST(PluginStartup, EditWithAMissingAnchorIsRefusedAtStartup) {
   fs::path config = fs::temp_directory_path() / ("kjit-edit-" + std::to_string(::getpid()) + ".toml");
   std::ofstream(config) << "[[edits]]\nop = \"disable\"\nanchor = \"no-such-pass\"\n";
