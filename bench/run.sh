@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Builds kjit_bench_compile if needed and runs it; arguments go to the
-# benchmark (e.g. --reps 31). Run from anywhere inside the checkout.
+# Builds and runs kjit's benchmarks, each printing its tables:
+#   kjit_bench_compile   kjitd vs in-process NVRTC + nvJitLink, socket round trips
+#   kjit_bench_pipeline  per-stage times of the LLVM path, pipeline machinery overhead
+# Arguments (e.g. --reps 31) go to every benchmark. Run from anywhere inside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ! -f build/build.ninja ]]; then
   cmake --preset default
 fi
-cmake --build build --target kjit_bench_compile
-exec build/bin/kjit_bench_compile "$@"
+cmake --build build --target kjit_bench_compile kjit_bench_pipeline
+build/bin/kjit_bench_compile "$@"
+echo
+build/bin/kjit_bench_pipeline "$@"

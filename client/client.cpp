@@ -6,6 +6,7 @@
 #include "convert/wire_convert.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kjit/v1/compiler.grpc.pb.h"
+#include "kjit/v1/launch.grpc.pb.h"
 
 namespace kjit {
 namespace {
@@ -50,6 +51,7 @@ struct Client::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Compiler::Stub> compiler;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
+  std::unique_ptr<v1::Launcher::Stub> launcher;
   ClientOptions options;
 
   void set_deadline(grpc::ClientContext& context) const {
@@ -66,6 +68,7 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
   impl_->channel = grpc::CreateCustomChannel(channel_target(address), grpc::InsecureChannelCredentials(), args);
   impl_->compiler = v1::Compiler::NewStub(impl_->channel);
   impl_->health = grpc::health::v1::Health::NewStub(impl_->channel);
+  impl_->launcher = v1::Launcher::NewStub(impl_->channel);
   impl_->options = options;
 }
 
@@ -73,8 +76,9 @@ Client::~Client() = default;
 Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 
-Result<CompileResult> Client::compile(const CompileRequest& request) const {
-  v1::CompileRequest wire;
+namespace {
+
+void to_wire(const CompileRequest& request, v1::CompileRequest& wire) {
   wire.mutable_input()->set_kind(to_proto(request.input_kind));
   wire.mutable_input()->set_data(request.input);
   wire.mutable_input()->set_name(request.input_name);
@@ -86,7 +90,49 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   wire.set_pipeline(request.pipeline);
   for (const auto& [key, value] : request.pass_args) (*wire.mutable_pass_args())[key] = value;
   wire.set_allow_ptx_fallback(request.allow_ptx_fallback);
+}
 
+void to_wire(const KernelRef& kernel, v1::KernelSource& wire) {
+  if (!kernel.compile.input.empty()) to_wire(kernel.compile, *wire.mutable_compile());
+  else wire.set_key(kernel.key);
+  wire.set_kernel(kernel.kernel);
+}
+
+void to_wire(const LaunchConfig& config, v1::LaunchConfig& wire) {
+  to_proto(config.grid, *wire.mutable_grid());
+  to_proto(config.block, *wire.mutable_block());
+  to_proto(config.cluster, *wire.mutable_cluster());
+  wire.set_dynamic_shared_bytes(config.dynamic_shared_bytes);
+  wire.set_cooperative(config.cooperative);
+  wire.set_programmatic_dependent_launch(config.programmatic_dependent_launch);
+  wire.set_stream_priority(config.stream_priority);
+}
+
+PlannedLaunch from_wire(const v1::LaunchPlan& plan) {
+  PlannedLaunch out;
+  out.kernel = plan.kernel();
+  out.target = plan.target();
+  out.grid = from_proto(plan.grid());
+  out.block = from_proto(plan.block());
+  out.dynamic_shared_bytes = plan.dynamic_shared_bytes();
+  out.static_shared_bytes = plan.static_shared_bytes();
+  for (const v1::FunctionAttribute& a : plan.function_attributes())
+    out.function_attributes.push_back({a.name(), a.id(), {a.value()}});
+  for (const v1::LaunchAttribute& a : plan.launch_attributes())
+    out.launch_attributes.push_back({a.name(), a.id(), {a.values().begin(), a.values().end()}});
+  out.oversized_shared_memory = plan.oversized_shared_memory();
+  out.rests_on_ptx = plan.rests_on_ptx();
+  out.limits_from_device = plan.limits_from_device();
+  out.notes.assign(plan.notes().begin(), plan.notes().end());
+  out.description = plan.description();
+  return out;
+}
+
+}  // namespace
+
+Result<CompileResult> Client::compile(const CompileRequest& request) const {
+  v1::CompileRequest wire;
+  to_wire(request, wire);
   grpc::ClientContext context;
   impl_->set_deadline(context);
   v1::CompileResponse response;
@@ -130,6 +176,55 @@ Result<PipelineDescription> Client::describe_pipeline(InputKind input, const std
   out.known_pipelines.assign(response.known_pipelines().begin(), response.known_pipelines().end());
   out.plugins.assign(response.active_plugins().begin(), response.active_plugins().end());
   return out;
+}
+
+Result<PlannedLaunch> Client::plan_launch(const KernelRef& kernel, const LaunchConfig& config) const {
+  v1::PlanLaunchRequest request;
+  to_wire(kernel, *request.mutable_source());
+  to_wire(config, *request.mutable_config());
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::PlanLaunchResponse response;
+  grpc::Status status = impl_->launcher->PlanLaunch(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  PlannedLaunch plan = from_wire(response.plan());
+  plan.kernel_info = from_proto(response.kernel());
+  plan.key = response.key();
+  return plan;
+}
+
+Result<RemoteLaunchResult> Client::launch(const KernelRef& kernel, const LaunchConfig& config,
+                                          const std::vector<LaunchValue>& args) const {
+  v1::LaunchRequest request;
+  to_wire(kernel, *request.mutable_source());
+  to_wire(config, *request.mutable_config());
+  for (const LaunchValue& value : args) {
+    v1::LaunchArgument* arg = request.add_args();
+    switch (value.kind) {
+      case LaunchValue::Kind::i32: arg->set_i32(static_cast<int32_t>(value.integer)); break;
+      case LaunchValue::Kind::u32: arg->set_u32(static_cast<uint32_t>(value.integer)); break;
+      case LaunchValue::Kind::i64: arg->set_i64(value.integer); break;
+      case LaunchValue::Kind::u64: arg->set_u64(static_cast<uint64_t>(value.integer)); break;
+      case LaunchValue::Kind::f32: arg->set_f32(static_cast<float>(value.real)); break;
+      case LaunchValue::Kind::f64: arg->set_f64(value.real); break;
+      case LaunchValue::Kind::buffer:
+        arg->mutable_buffer()->set_data(value.buffer.data);
+        arg->mutable_buffer()->set_size(value.buffer.size);
+        arg->mutable_buffer()->set_return_contents(value.buffer.return_contents);
+        break;
+    }
+  }
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::LaunchResponse response;
+  grpc::Status status = impl_->launcher->Launch(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  RemoteLaunchResult result;
+  result.outputs.assign(response.outputs().begin(), response.outputs().end());
+  result.kernel_ms = response.kernel_ms();
+  result.plan = from_wire(response.plan());
+  result.plan.key = response.key();
+  return result;
 }
 
 Result<std::string> Client::health() const {

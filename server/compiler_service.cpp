@@ -11,8 +11,7 @@
 
 namespace kjit {
 
-CompilerService::CompilerService(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline)
-    : config_(std::move(config)), pipeline_(std::move(pipeline)) {}
+CompilerService::CompilerService(std::shared_ptr<const CompileFrontend> frontend) : frontend_(std::move(frontend)) {}
 
 grpc::Status CompilerService::Compile(grpc::ServerContext* context, const v1::CompileRequest* request,
                                       v1::CompileResponse* response) {
@@ -21,23 +20,24 @@ grpc::Status CompilerService::Compile(grpc::ServerContext* context, const v1::Co
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
 
-  Result<CompileJob> job = to_compile_job(*request, config_);
+  Result<CompileJob> job = to_compile_job(*request, frontend_->config());
   if (!job) {
     spdlog::info("compile refused from {}: {}", context->peer(), job.error().message);
     return to_grpc_status(job.error(), *context);
   }
-  Result<Artifact> artifact = pipeline_->run(*job);
-  if (!artifact) {
+  Result<CompileOutcome> outcome = frontend_->compile(*job);
+  if (!outcome) {
     spdlog::info("compile {} for {} failed ({}): {}", job->input_name, job->target.canonical(),
-                 to_string(artifact.error().code), artifact.error().message);
-    return to_grpc_status(artifact.error(), *context);
+                 to_string(outcome.error().code), outcome.error().message);
+    return to_grpc_status(outcome.error(), *context);
   }
-  size_t kernels = artifact->kernels.size();
-  size_t bytes = artifact->bytes.size();
-  to_compile_response(std::move(artifact.value()), *response);
+  size_t kernels = outcome->artifact.kernels.size();
+  size_t bytes = outcome->artifact.bytes.size();
+  response->set_cache(outcome->cache);
+  to_compile_response(std::move(outcome->artifact), *response);
   response->set_server_ms(elapsed_ms());
-  spdlog::info("compiled {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", job->input_name, job->target.canonical(),
-               to_string(job->wanted), bytes, kernels, response->server_ms());
+  spdlog::info("{} {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", outcome->cache, job->input_name,
+               job->target.canonical(), to_string(job->wanted), bytes, kernels, response->server_ms());
   return grpc::Status::OK;
 }
 
@@ -52,12 +52,13 @@ grpc::Status CompilerService::DescribePipeline(grpc::ServerContext* context, con
   if (!request->target().empty()) {
     if (Result<Target> target = parse_target(request->target()); !target) return to_grpc_status(target.error(), *context);
   }
-  Result<PipelineSpec> pipeline = pipeline_->effective_pipeline(*input, request->pipeline());
+  const CompilePipeline& pipelines = frontend_->pipeline();
+  Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline());
   if (!pipeline) return to_grpc_status(pipeline.error(), *context);
   response->set_name(pipeline->name);
   response->set_toml(pipeline_to_toml(*pipeline));
-  for (const std::string& name : pipeline_->pipeline_names()) response->add_known_pipelines(name);
-  for (const LoadedPlugin& plugin : pipeline_->plugins()) response->add_active_plugins(plugin.name + " " + plugin.version);
+  for (const std::string& name : pipelines.pipeline_names()) response->add_known_pipelines(name);
+  for (const LoadedPlugin& plugin : pipelines.plugins()) response->add_active_plugins(plugin.name + " " + plugin.version);
   return grpc::Status::OK;
 }
 

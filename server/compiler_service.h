@@ -6,13 +6,13 @@
 
 #include "daemon_config.h"
 #include "kjit/v1/compiler.grpc.pb.h"
-#include "pipeline/compile_pipeline.h"
+#include "compile_frontend.h"
 
 namespace kjit {
 
 class CompilerService final : public v1::Compiler::Service {
  public:
-  CompilerService(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline);
+  explicit CompilerService(std::shared_ptr<const CompileFrontend> frontend);
 
   grpc::Status Compile(grpc::ServerContext* context, const v1::CompileRequest* request,
                        v1::CompileResponse* response) override;
@@ -20,8 +20,7 @@ class CompilerService final : public v1::Compiler::Service {
                                 v1::DescribePipelineResponse* response) override;
 
  private:
-  DaemonConfig config_;
-  std::shared_ptr<const CompilePipeline> pipeline_;
+  std::shared_ptr<const CompileFrontend> frontend_;
 };
 
 }  // namespace kjit

@@ -16,6 +16,7 @@ class Server;
 namespace kjit {
 
 class CompilerService;
+class LaunchService;
 
 class Daemon {
  public:
@@ -34,6 +35,7 @@ class Daemon {
   DaemonConfig config_;
   std::string socket_path_;
   std::unique_ptr<CompilerService> compiler_service_;
+  std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<grpc::Server> server_;
   std::once_flag shutdown_once_;
 };

@@ -102,6 +102,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
         else if (lk == "max_headers") s = read_value(lnode, path, full, config.max_headers);
         else if (lk == "max_options") s = read_value(lnode, path, full, config.max_options);
         else if (lk == "max_name_expressions") s = read_value(lnode, path, full, config.max_name_expressions);
+        else if (lk == "max_launch_bytes") s = read_value(lnode, path, full, config.max_launch_bytes);
         else return config_error(path, "unknown key " + full);
         if (!s) return s;
       }

@@ -25,9 +25,11 @@ struct DaemonConfig {
   uint32_t max_headers = 4096;                   // number of headers in one request
   uint32_t max_options = 256;
   uint32_t max_name_expressions = 1024;
+  uint64_t max_launch_bytes = 256ull << 20;      // all buffers of one Launch request
   std::string default_target = "cuda:90";        // when a request names none
   std::string cuda_home;                         // empty: $CUDA_HOME, then the build's toolkit
   std::string log_level = "info";                // spdlog level name
+  int device = 0;                                // CUDA device the Launch RPC uses
   PipelineConfig pipelines;                      // [pipelines.NAME] and [[edits]]
   std::vector<std::string> plugins;              // kjit plugin libraries (also $KJIT_PLUGIN_PATHS)
   std::vector<std::string> llvm_pass_plugins;    // LLVM pass plugins for llvm-passes

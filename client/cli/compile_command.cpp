@@ -59,13 +59,14 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
   return cmd;
 }
 
-int run_compile(const CompileArgs& args, const std::string& socket_path) {
+Result<CompileRequest> build_compile_request(const CompileArgs& args) {
+  auto usage = [](std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); };
   std::optional<InputKind> kind = kind_of(args);
   if (!kind)
-    return usage_error("cannot tell the input kind of '" + args.file + "': use a .cu, .ptx, .ll or .bc file, or --kind");
-  if (args.ptx && *kind == InputKind::ptx) return usage_error("--ptx: the input is PTX already");
+    return usage("cannot tell the input kind of '" + args.file + "': use a .cu, .ptx, .ll or .bc file, or --kind");
+  if (args.ptx && *kind == InputKind::ptx) return usage("--ptx: the input is PTX already");
   std::optional<std::string> source = read_file(args.file);
-  if (!source) return usage_error("cannot read " + args.file);
+  if (!source) return usage("cannot read " + args.file);
 
   CompileRequest request;
   request.input_kind = *kind;
@@ -78,7 +79,7 @@ int run_compile(const CompileArgs& args, const std::string& socket_path) {
   request.allow_ptx_fallback = args.allow_ptx_fallback;
   for (const std::string& pass_arg : args.pass_args) {
     size_t eq = pass_arg.find('=');
-    if (eq == std::string::npos || pass_arg.find('.') > eq) return usage_error("--pass-arg wants PASS.KEY=VALUE, got '" + pass_arg + "'");
+    if (eq == std::string::npos || pass_arg.find('.') > eq) return usage("--pass-arg wants PASS.KEY=VALUE, got '" + pass_arg + "'");
     request.pass_args[pass_arg.substr(0, eq)] = pass_arg.substr(eq + 1);
   }
   for (const std::string& define : args.defines) request.options.push_back("-D" + define);
@@ -87,14 +88,21 @@ int run_compile(const CompileArgs& args, const std::string& socket_path) {
   if (*kind == InputKind::cuda_source) {
     std::vector<std::filesystem::path> dirs(args.include_dirs.begin(), args.include_dirs.end());
     Result<ResolvedHeaders> headers = resolve_includes(args.file, request.input, dirs);
-    if (!headers) return usage_error(headers.error().message);
+    if (!headers) return usage(headers.error().message);
     for (const std::string& warning : headers->warnings) std::fprintf(stderr, "kjit: warning: %s\n", warning.c_str());
     request.headers = std::move(headers->headers);
     // Includes that reach outside the source's tree are renamed on the way.
     request.input = std::move(headers->source);
   } else if (!args.include_dirs.empty()) {
-    return usage_error("-I applies to CUDA C++ input only");
+    return usage("-I applies to CUDA C++ input only");
   }
+  return request;
+}
+
+int run_compile(const CompileArgs& args, const std::string& socket_path) {
+  Result<CompileRequest> built = build_compile_request(args);
+  if (!built) return usage_error(built.error().message);
+  CompileRequest& request = built.value();
 
   auto start = std::chrono::steady_clock::now();
   Client client(socket_path);

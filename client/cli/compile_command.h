@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kjit/client.h"
+
 namespace kjit::cli {
 
 struct CompileArgs {
@@ -25,6 +27,10 @@ struct CompileArgs {
 };
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);
+
+// The request `kjit compile` would send for these arguments (input file read,
+// headers under -I resolved); a usage problem comes back as invalid_argument.
+Result<CompileRequest> build_compile_request(const CompileArgs& args);
 int run_compile(const CompileArgs& args, const std::string& socket_path);
 
 }  // namespace kjit::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kjit/launch_config.h"
 #include "kjit/status.h"
 #include "kjit/types.h"
 
@@ -49,6 +50,59 @@ struct PipelineDescription {
   std::vector<std::string> plugins;  // "name version"
 };
 
+// A kernel to plan or launch: compiled from `compile` (or found in the
+// daemon's cache under its key), or named by a cache `key`.
+struct KernelRef {
+  CompileRequest compile;
+  std::string key;     // used when compile.input is empty
+  std::string kernel;  // "vector_add", "scale<float>" or the lowered name
+};
+
+struct PlannedAttribute {
+  std::string name;  // cuda.h spelling
+  int id = 0;
+  std::vector<int64_t> values;
+};
+
+// The launch plan: every function and launch attribute kjit sets, by its
+// cuda.h name, with values.
+struct PlannedLaunch {
+  std::string kernel;  // lowered name
+  std::string target;
+  Dim3 grid, block;
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t static_shared_bytes = 0;
+  std::vector<PlannedAttribute> function_attributes;
+  std::vector<PlannedAttribute> launch_attributes;
+  bool oversized_shared_memory = false;
+  bool rests_on_ptx = false;
+  bool limits_from_device = false;
+  std::vector<std::string> notes;
+  std::string description;  // one item a line
+  KernelInfo kernel_info;
+  std::string key;
+};
+
+// One kernel argument for a remote launch: a scalar, or a buffer the daemon
+// allocates, fills with `data`, and optionally sends back.
+struct LaunchBuffer {
+  std::string data;
+  uint64_t size = 0;  // device allocation; 0 = data.size()
+  bool return_contents = false;
+};
+struct LaunchValue {
+  enum class Kind { i32, u32, i64, u64, f32, f64, buffer } kind = Kind::i32;
+  int64_t integer = 0;   // i32, u32, i64, u64
+  double real = 0;       // f32, f64
+  LaunchBuffer buffer;
+};
+
+struct RemoteLaunchResult {
+  std::vector<std::string> outputs;  // per argument; filled for buffers with return_contents
+  double kernel_ms = 0;
+  PlannedLaunch plan;
+};
+
 struct ClientOptions {
   // Per call; a compile of a large kernel can take many seconds.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -70,6 +124,14 @@ class Client {
   // The pipeline a compile of `input` would run, after every edit.
   Result<PipelineDescription> describe_pipeline(InputKind input, const std::string& target,
                                                 const std::string& pipeline) const;
+
+  // The plan the daemon would apply to launch the kernel; an impossible
+  // launch is invalid_argument with the planner's message.
+  Result<PlannedLaunch> plan_launch(const KernelRef& kernel, const LaunchConfig& config) const;
+
+  // Launch on the daemon's GPU (FAILED_PRECONDITION without one).
+  Result<RemoteLaunchResult> launch(const KernelRef& kernel, const LaunchConfig& config,
+                                    const std::vector<LaunchValue>& args) const;
 
   // "SERVING" when the daemon is up.
   Result<std::string> health() const;

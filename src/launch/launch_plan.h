@@ -11,7 +11,7 @@
 #include "kjit/status.h"
 #include "kjit/types.h"
 #include "launch/device_limits.h"
-#include "launch/launch_config.h"
+#include "kjit/launch_config.h"
 
 namespace kjit {
 

@@ -7,7 +7,7 @@
 #include "kjit/types.h"
 #include "launch/device_limits.h"
 #include "launch/driver_binding.h"
-#include "launch/launch_config.h"
+#include "kjit/launch_config.h"
 #include "launch/launch_plan.h"
 
 namespace kjit {

@@ -1,0 +1,36 @@
+// What every RPC that needs a compiled kernel goes through: a validated
+// CompileJob in, an Artifact out, and which cache tier answered (or that it
+// was compiled).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/artifact.h"
+#include "core/compile_job.h"
+#include "daemon_config.h"
+#include "pipeline/compile_pipeline.h"
+
+namespace kjit {
+
+struct CompileOutcome {
+  Artifact artifact;
+  std::string cache = "compiled";  // "memory", "disk", "redis" or "compiled"
+};
+
+class CompileFrontend {
+ public:
+  CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline);
+  virtual ~CompileFrontend() = default;
+
+  virtual Result<CompileOutcome> compile(const CompileJob& job) const;
+
+  const DaemonConfig& config() const { return config_; }
+  const CompilePipeline& pipeline() const { return *pipeline_; }
+
+ protected:
+  DaemonConfig config_;
+  std::shared_ptr<const CompilePipeline> pipeline_;
+};
+
+}  // namespace kjit

@@ -1,0 +1,44 @@
+// The kjit.v1.Launcher gRPC service: plans launches for any target, and on a
+// daemon that owns a GPU, launches kernels with buffers sent in the request.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "compile_frontend.h"
+#include "kjit/v1/launch.grpc.pb.h"
+#include "launch/device_limits.h"
+#include "launch/driver_binding.h"
+#include "launch/launch_plan.h"
+
+namespace kjit {
+
+class LaunchService final : public v1::Launcher::Service {
+ public:
+  LaunchService(std::shared_ptr<const CompileFrontend> frontend, std::shared_ptr<DriverBinding> driver);
+
+  grpc::Status PlanLaunch(grpc::ServerContext* context, const v1::PlanLaunchRequest* request,
+                          v1::PlanLaunchResponse* response) override;
+  grpc::Status Launch(grpc::ServerContext* context, const v1::LaunchRequest* request,
+                      v1::LaunchResponse* response) override;
+
+  // The kernel a request names, compiled (or from the cache), with its info.
+  struct ResolvedKernel {
+    Artifact artifact;
+    KernelInfo info;
+    KernelInfoSource source = KernelInfoSource::cubin;
+  };
+
+ private:
+  Result<ResolvedKernel> resolve(const v1::KernelSource& source) const;
+  // The device's limits when a driver is there, else the target table's.
+  DeviceLimits limits_for(const Target& target, bool& from_device);
+
+  std::shared_ptr<const CompileFrontend> frontend_;
+  std::shared_ptr<DriverBinding> driver_;
+  std::mutex device_mutex_;  // one launch at a time on the daemon's GPU
+  std::optional<DeviceLimits> device_limits_;
+};
+
+}  // namespace kjit
