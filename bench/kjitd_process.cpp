@@ -21,7 +21,9 @@ Result<std::unique_ptr<KjitdProcess>> KjitdProcess::start(const std::string& kji
 
   auto started = std::chrono::steady_clock::now();
   Result<ChildProcess> child =
-      ChildProcess::spawn({kjitd_path, "--socket", dir + "/kjitd.sock", "--log-level", "warn"}, ChildOutput::inherit);
+      // --no-cache: the benchmark measures compiles, not cache hits.
+      ChildProcess::spawn({kjitd_path, "--socket", dir + "/kjitd.sock", "--log-level", "warn", "--no-cache"},
+                          ChildOutput::inherit);
   if (!child) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);

@@ -6,6 +6,7 @@
 #include "convert/wire_convert.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kjit/v1/compiler.grpc.pb.h"
+#include "kjit/v1/cache.grpc.pb.h"
 #include "kjit/v1/launch.grpc.pb.h"
 
 namespace kjit {
@@ -52,6 +53,7 @@ struct Client::Impl {
   std::unique_ptr<v1::Compiler::Stub> compiler;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
   std::unique_ptr<v1::Launcher::Stub> launcher;
+  std::unique_ptr<v1::Cache::Stub> cache;
   ClientOptions options;
 
   void set_deadline(grpc::ClientContext& context) const {
@@ -69,6 +71,7 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
   impl_->compiler = v1::Compiler::NewStub(impl_->channel);
   impl_->health = grpc::health::v1::Health::NewStub(impl_->channel);
   impl_->launcher = v1::Launcher::NewStub(impl_->channel);
+  impl_->cache = v1::Cache::NewStub(impl_->channel);
   impl_->options = options;
 }
 
@@ -156,6 +159,7 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   for (const v1::KeyComponent& c : response.key_components()) result.key_components.push_back({c.name(), c.value()});
   result.pipeline = response.pipeline();
   result.notes.assign(response.notes().begin(), response.notes().end());
+  result.cache = response.cache();
   return result;
 }
 
@@ -225,6 +229,93 @@ Result<RemoteLaunchResult> Client::launch(const KernelRef& kernel, const LaunchC
   result.plan = from_wire(response.plan());
   result.plan.key = response.key();
   return result;
+}
+
+Result<CacheStats> Client::cache_stats() const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::StatsResponse response;
+  grpc::Status status = impl_->cache->Stats(&context, v1::StatsRequest(), &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  CacheStats stats;
+  for (const v1::TierStats& t : response.tiers())
+    stats.tiers.push_back({t.tier(), t.hits(), t.misses(), t.puts(), t.bytes(), t.entries(), t.evictions(),
+                           t.corruptions(), t.errors(), t.skipped(), t.answered()});
+  stats.lookups = response.lookups();
+  stats.misses = response.misses();
+  stats.compiles = response.compiles();
+  stats.joined = response.joined();
+  stats.fleet_waits = response.fleet_waits();
+  stats.lease_timeouts = response.lease_timeouts();
+  stats.compile_ms_saved = response.compile_ms_saved();
+  return stats;
+}
+
+Result<std::vector<CacheListing>> Client::cache_list(uint32_t limit) const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::ListRequest request;
+  request.set_limit(limit);
+  v1::ListResponse response;
+  grpc::Status status = impl_->cache->List(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  std::vector<CacheListing> out;
+  for (const v1::CacheListing& e : response.entries()) out.push_back({e.key(), e.bytes(), e.last_access_unix()});
+  return out;
+}
+
+Status Client::cache_remove(const std::string& key) const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::RemoveRequest request;
+  request.set_key(key);
+  v1::RemoveResponse response;
+  grpc::Status status = impl_->cache->Remove(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  return Ok{};
+}
+
+Result<CacheGcResult> Client::cache_gc(uint64_t max_bytes) const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::GcRequest request;
+  request.set_max_bytes(max_bytes);
+  v1::GcResponse response;
+  grpc::Status status = impl_->cache->Gc(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  return CacheGcResult{response.removed_entries(), response.removed_bytes(), response.entries_after(), response.bytes_after()};
+}
+
+Result<CacheVerifyResult> Client::cache_verify() const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::VerifyResponse response;
+  grpc::Status status = impl_->cache->Verify(&context, v1::VerifyRequest(), &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  return CacheVerifyResult{response.checked(), response.removed()};
+}
+
+Result<KeyExplanation> Client::explain(const ExplainSide& left, const ExplainSide& right) const {
+  v1::ExplainRequest request;
+  auto side = [](const ExplainSide& from, v1::ExplainSide& to) {
+    if (!from.request.input.empty()) to_wire(from.request, *to.mutable_request());
+    else to.set_key(from.key);
+  };
+  side(left, *request.mutable_left());
+  side(right, *request.mutable_right());
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::ExplainResponse response;
+  grpc::Status status = impl_->cache->Explain(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  KeyExplanation out;
+  out.left_key = response.left_key();
+  out.right_key = response.right_key();
+  for (const v1::KeyComponent& c : response.left_components()) out.left.push_back({c.name(), c.value()});
+  for (const v1::KeyComponent& c : response.right_components()) out.right.push_back({c.name(), c.value()});
+  for (const v1::KeyDifference& d : response.differences())
+    out.differences.push_back({d.name(), d.left(), d.right(), d.present_left(), d.present_right()});
+  return out;
 }
 
 Result<std::string> Client::health() const {

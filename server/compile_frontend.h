@@ -8,6 +8,7 @@
 
 #include "core/artifact.h"
 #include "core/compile_job.h"
+#include "compile_cache.h"
 #include "daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
@@ -20,17 +21,22 @@ struct CompileOutcome {
 
 class CompileFrontend {
  public:
-  CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline);
-  virtual ~CompileFrontend() = default;
+  // cache may be null: every request compiles.
+  CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
+                  std::shared_ptr<CompileCache> cache);
 
-  virtual Result<CompileOutcome> compile(const CompileJob& job) const;
+  // The cache first (its key derived from the job and the effective
+  // pipeline), then one compile per key shared by every waiter.
+  Result<CompileOutcome> compile(const CompileJob& job) const;
 
   const DaemonConfig& config() const { return config_; }
   const CompilePipeline& pipeline() const { return *pipeline_; }
+  CompileCache* cache() const { return cache_.get(); }
 
- protected:
+ private:
   DaemonConfig config_;
   std::shared_ptr<const CompilePipeline> pipeline_;
+  std::shared_ptr<CompileCache> cache_;
 };
 
 }  // namespace kjit

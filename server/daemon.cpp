@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include "cache_service.h"
 #include "compiler_service.h"
 #include "launch/cuda_driver.h"
 #include "launch_service.h"
@@ -79,13 +80,15 @@ Status Daemon::start() {
   for (const LoadedPlugin& plugin : (*pipeline)->plugins())
     spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
                  plugin.passes.size(), plugin.edits.size());
-  auto frontend = std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()));
+  auto frontend =
+      std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()), open_compile_cache(config_.cache));
   compiler_service_ = std::make_unique<CompilerService>(frontend);
   // The driver is looked for, never required: without it Launch answers
   // FAILED_PRECONDITION and everything else works.
   auto driver = std::make_shared<CudaDriver>(config_.device);
   if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
   launch_service_ = std::make_unique<LaunchService>(frontend, driver);
+  cache_service_ = std::make_unique<CacheService>(frontend);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -101,6 +104,7 @@ Status Daemon::start() {
   builder.SetMaxSendMessageSize(INT32_MAX);
   builder.RegisterService(compiler_service_.get());
   builder.RegisterService(launch_service_.get());
+  builder.RegisterService(cache_service_.get());
 
   server_ = builder.BuildAndStart();
   if (!server_) return make_error(ErrorCode::failed_precondition, "cannot listen on unix:" + socket_path_ +

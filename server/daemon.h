@@ -17,6 +17,7 @@ namespace kjit {
 
 class CompilerService;
 class LaunchService;
+class CacheService;
 
 class Daemon {
  public:
@@ -36,6 +37,7 @@ class Daemon {
   std::string socket_path_;
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
+  std::unique_ptr<CacheService> cache_service_;
   std::unique_ptr<grpc::Server> server_;
   std::once_flag shutdown_once_;
 };

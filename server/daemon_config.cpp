@@ -2,6 +2,9 @@
 
 #include <toml++/toml.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <set>
 
 #include "pipeline/pipeline_toml.h"
@@ -53,6 +56,45 @@ Status read_toolkits(const toml::node& node, const std::string& path, std::vecto
   return Ok{};
 }
 
+Status read_cache(const toml::node& node, const std::string& path, CacheConfig& cache) {
+  const toml::table* t = node.as_table();
+  if (!t) return config_error(path, "[cache] must be a table");
+  for (auto&& [key, value] : *t) {
+    std::string k(key.str());
+    std::string full = "cache." + k;
+    auto number = [&](uint64_t& out, bool zero_ok) -> Status {
+      auto v = value.value<int64_t>();
+      if (!v || *v < 0 || (!zero_ok && *v == 0)) return config_error(path, full + " must be a non-negative integer");
+      out = static_cast<uint64_t>(*v);
+      return Ok{};
+    };
+    auto text = [&](std::string& out) -> Status {
+      auto v = value.value<std::string>();
+      if (!v) return config_error(path, full + " must be a string");
+      out = *v;
+      return Ok{};
+    };
+    auto flag = [&](bool& out) -> Status {
+      auto v = value.value<bool>();
+      if (!v) return config_error(path, full + " must be true or false");
+      out = *v;
+      return Ok{};
+    };
+    Status s = Ok{};
+    if (k == "enabled") s = flag(cache.enabled);
+    else if (k == "memory_bytes") s = number(cache.memory_bytes, true);
+    else if (k == "disk") s = flag(cache.disk);
+    else if (k == "directory") s = text(cache.directory);
+    else if (k == "disk_bytes") s = number(cache.disk_bytes, false);
+    else if (k == "redis") s = text(cache.redis);
+    else if (k == "redis_ttl_seconds") s = number(cache.redis_ttl_seconds, false);
+    else if (k == "lease_wait_ms") s = number(cache.lease_wait_ms, true);
+    else return config_error(path, "unknown key " + full);
+    if (!s) return s;
+  }
+  return Ok{};
+}
+
 template <typename T>
 Status read_value(const toml::node& node, const std::string& path, const std::string& key, T& out) {
   if constexpr (std::is_same_v<T, std::string>) {
@@ -68,6 +110,12 @@ Status read_value(const toml::node& node, const std::string& path, const std::st
 }
 
 }  // namespace
+
+std::string default_cache_directory() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/kjit";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kjit";
+  return "/tmp/kjit-cache-" + std::to_string(getuid());
+}
 
 Status load_config_file(const std::string& path, DaemonConfig& config) {
   toml::table root;
@@ -90,6 +138,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
     else if (k == "plugins") s = read_strings(node, path, k, config.plugins);
     else if (k == "llvm_pass_plugins") s = read_strings(node, path, k, config.llvm_pass_plugins);
     else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
+    else if (k == "cache") s = read_cache(node, path, config.cache);
     else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (k == "limits") {
       const toml::table* limits = node.as_table();

@@ -17,6 +17,18 @@ struct ToolkitRange {
   std::string cuda_home;
 };
 
+// The compile cache's tiers. Defaults work with no configuration at all.
+struct CacheConfig {
+  bool enabled = true;                         // false: every request compiles
+  uint64_t memory_bytes = 256ull << 20;        // 0: no memory tier
+  bool disk = true;
+  std::string directory;                       // empty: $XDG_CACHE_HOME/kjit or ~/.cache/kjit
+  uint64_t disk_bytes = 10ull << 30;
+  std::string redis;                           // "host:port" or a unix socket path; empty: no Redis tier
+  uint64_t redis_ttl_seconds = 7 * 24 * 3600;
+  uint64_t lease_wait_ms = 60'000;             // how long to wait for another daemon's compile
+};
+
 struct DaemonConfig {
   std::string socket_path;                       // empty: default_socket_path()
   std::string listen_address;                    // optional TCP "host:port" (plaintext, for loopback/tests)
@@ -34,7 +46,11 @@ struct DaemonConfig {
   std::vector<std::string> plugins;              // kjit plugin libraries (also $KJIT_PLUGIN_PATHS)
   std::vector<std::string> llvm_pass_plugins;    // LLVM pass plugins for llvm-passes
   std::vector<ToolkitRange> toolkits;            // [[toolkits]] from/to/cuda_home
+  CacheConfig cache;                             // [cache]
 };
+
+// $XDG_CACHE_HOME/kjit, or $HOME/.cache/kjit, or /tmp/kjit-cache-$UID.
+std::string default_cache_directory();
 
 // Reads a TOML file over the defaults. Unknown keys are errors, so a typo
 // never silently leaves a default in force.
@@ -52,6 +68,15 @@ struct DaemonConfig {
 //   max_name_expressions = 1024
 //   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
 //   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
+//   [cache]
+//   enabled = true
+//   memory_bytes = 268435456
+//   disk = true
+//   directory = "/var/cache/kjit"
+//   disk_bytes = 10737418240
+//   redis = "127.0.0.1:6379"
+//   redis_ttl_seconds = 604800
+//   lease_wait_ms = 60000
 //   [[toolkits]]                 # another CUDA toolkit for a range of targets
 //   from = "cuda:100"
 //   to = "cuda:121"

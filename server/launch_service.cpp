@@ -47,14 +47,20 @@ LaunchService::LaunchService(std::shared_ptr<const CompileFrontend> frontend, st
 
 Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSource& source) const {
   if (source.kernel().empty()) return make_error(ErrorCode::invalid_argument, "the kernel to launch is not named");
-  if (!source.has_compile()) {
-    return make_error(ErrorCode::unimplemented, "naming a kernel by cache key needs the compile cache; send the compile request");
+  ResolvedKernel resolved;
+  if (source.has_compile()) {
+    Result<CompileJob> job = to_compile_job(source.compile(), frontend_->config());
+    if (!job) return job.error();
+    Result<CompileOutcome> outcome = frontend_->compile(*job);
+    if (!outcome) return outcome.error();
+    resolved.artifact = std::move(outcome->artifact);
+  } else {
+    CompileCache* cache = frontend_->cache();
+    if (!cache) return make_error(ErrorCode::failed_precondition, "naming a kernel by cache key needs the compile cache, which is off");
+    std::optional<CacheHit> hit = cache->tiers->get(source.key());
+    if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key '" + source.key() + "'");
+    resolved.artifact = hit->entry->artifact;
   }
-  Result<CompileJob> job = to_compile_job(source.compile(), frontend_->config());
-  if (!job) return job.error();
-  Result<CompileOutcome> outcome = frontend_->compile(*job);
-  if (!outcome) return outcome.error();
-  ResolvedKernel resolved{std::move(outcome->artifact), {}, KernelInfoSource::cubin};
   const std::string& name = source.kernel();
   if (resolved.artifact.kind == ArtifactKind::ptx) {
     Result<PtxModule> module = read_ptx(resolved.artifact.bytes);

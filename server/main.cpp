@@ -23,6 +23,17 @@ int main(int argc, char** argv) {
   app.add_option("--max-input-bytes", max_input_bytes, "largest accepted input (default 16 MiB)");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error");
   std::vector<std::string> plugin_flags;
+  std::string cache_dir, redis;
+  bool no_disk_cache = false, no_cache = false;
+  uint64_t memory_cache_bytes = 0, disk_cache_bytes = 0;
+  bool memory_cache_bytes_given = false;
+  app.add_option("--cache-dir", cache_dir, "disk cache directory (default: $XDG_CACHE_HOME/kjit or ~/.cache/kjit)");
+  app.add_flag("--no-disk-cache", no_disk_cache, "no disk tier");
+  app.add_flag("--no-cache", no_cache, "no cache at all: every request compiles");
+  app.add_option("--memory-cache-bytes", memory_cache_bytes, "memory tier size in bytes (0: none)")
+      ->each([&](const std::string&) { memory_cache_bytes_given = true; });
+  app.add_option("--disk-cache-bytes", disk_cache_bytes, "disk tier bound in bytes");
+  app.add_option("--redis", redis, "Redis tier HOST:PORT (or a unix socket path), shared by a fleet");
   app.add_option("--plugin", plugin_flags, "load a kjit plugin (repeatable; also KJIT_PLUGIN_PATHS)");
   CLI11_PARSE(app, argc, argv);
 
@@ -41,6 +52,12 @@ int main(int argc, char** argv) {
   if (app.count("--log-level")) config.log_level = flags.log_level;
   if (max_input_bytes) config.max_input_bytes = max_input_bytes;
   for (const std::string& path : plugin_flags) config.plugins.push_back(path);
+  if (!cache_dir.empty()) config.cache.directory = cache_dir;
+  if (no_disk_cache) config.cache.disk = false;
+  if (no_cache) config.cache.enabled = false;
+  if (memory_cache_bytes_given) config.cache.memory_bytes = memory_cache_bytes;
+  if (disk_cache_bytes) config.cache.disk_bytes = disk_cache_bytes;
+  if (!redis.empty()) config.cache.redis = redis;
   // KJIT_PLUGIN_PATHS: colon-separated, like PATH; the daemon's environment,
   // never a request, decides what is loaded.
   if (const char* env = std::getenv("KJIT_PLUGIN_PATHS"); env && *env) {

@@ -48,6 +48,7 @@ nlohmann::json compile_result_to_json(const CompileResult& result) {
       {"key_components", key_components},
       {"pipeline", result.pipeline},
       {"notes", result.notes},
+      {"cache", result.cache},
   };
 }
 

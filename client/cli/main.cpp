@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "compile_command.h"
+#include "cache_commands.h"
 #include "launch_commands.h"
 #include "pipeline_command.h"
 #include "exit_codes.h"
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
   CLI::App* pipeline_show = nullptr;
   CLI::App* pipeline = kjit::cli::add_pipeline_command(app, pipeline_args, &pipeline_show);
   pipeline_show->add_option("--socket,-s", socket, "kjitd's unix socket");
+  kjit::cli::CacheArgs cache_args;
+  CLI::App* cache = kjit::cli::add_cache_command(app, cache_args, socket);
   kjit::cli::LaunchArgsCli plan_args, launch_args;
   CLI::App* plan = kjit::cli::add_plan_command(app, plan_args);
   plan->add_option("--socket,-s", socket, "kjitd's unix socket");
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
   std::string socket_path = kjit::resolve_socket_path(socket);
   if (*compile) return kjit::cli::run_compile(compile_args, socket_path);
   if (*health) return run_health(socket_path);
+  if (*cache) return kjit::cli::run_cache(cache_args, socket_path);
   if (*plan) return kjit::cli::run_plan(plan_args, socket_path);
   if (*launch) return kjit::cli::run_launch(launch_args, socket_path);
   if (*pipeline && *pipeline_show) return kjit::cli::run_pipeline_show(pipeline_args, socket_path);

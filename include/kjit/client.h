@@ -41,6 +41,7 @@ struct CompileResult {
   std::vector<KeyComponent> key_components;  // what the key was derived from
   std::string pipeline;                      // the pipeline that ran
   std::vector<std::string> notes;
+  std::string cache;  // "memory", "disk", "redis" or "compiled"
 };
 
 struct PipelineDescription {
@@ -103,6 +104,49 @@ struct RemoteLaunchResult {
   PlannedLaunch plan;
 };
 
+struct CacheTierStats {
+  std::string tier;  // "memory", "disk", "redis"
+  uint64_t hits = 0, misses = 0, puts = 0, bytes = 0, entries = 0, evictions = 0, corruptions = 0, errors = 0,
+           skipped = 0, answered = 0;
+};
+
+struct CacheStats {
+  std::vector<CacheTierStats> tiers;
+  uint64_t lookups = 0, misses = 0, compiles = 0, joined = 0, fleet_waits = 0, lease_timeouts = 0;
+  double compile_ms_saved = 0;
+};
+
+struct CacheListing {
+  std::string key;
+  uint64_t bytes = 0;
+  int64_t last_access_unix = 0;
+};
+
+struct CacheGcResult {
+  uint64_t removed_entries = 0, removed_bytes = 0, entries_after = 0, bytes_after = 0;
+};
+
+struct CacheVerifyResult {
+  uint64_t checked = 0, removed = 0;
+};
+
+// One side of an explanation: a request, or a key already in the cache
+// (used when request.input is empty).
+struct ExplainSide {
+  CompileRequest request;
+  std::string key;
+};
+
+struct KeyExplanation {
+  struct Difference {
+    std::string name, left, right;
+    bool present_left = true, present_right = true;
+  };
+  std::string left_key, right_key;
+  std::vector<KeyComponent> left, right;
+  std::vector<Difference> differences;
+};
+
 struct ClientOptions {
   // Per call; a compile of a large kernel can take many seconds.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -132,6 +176,15 @@ class Client {
   // Launch on the daemon's GPU (FAILED_PRECONDITION without one).
   Result<RemoteLaunchResult> launch(const KernelRef& kernel, const LaunchConfig& config,
                                     const std::vector<LaunchValue>& args) const;
+
+  // The compile cache (FAILED_PRECONDITION when the daemon runs without one).
+  Result<CacheStats> cache_stats() const;
+  Result<std::vector<CacheListing>> cache_list(uint32_t limit = 0) const;  // disk tier, most recent first
+  Status cache_remove(const std::string& key) const;
+  Result<CacheGcResult> cache_gc(uint64_t max_bytes) const;
+  Result<CacheVerifyResult> cache_verify() const;
+  // Why two requests (or keys) differ: their key components side by side.
+  Result<KeyExplanation> explain(const ExplainSide& left, const ExplainSide& right) const;
 
   // "SERVING" when the daemon is up.
   Result<std::string> health() const;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +44,12 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_args) {
   dir_ = make_temp_dir();
   socket_path_ = dir_ + "/kjitd.sock";
   std::vector<std::string> args{kjitd_path(), "--socket", socket_path_, "--log-level", "warn"};
+  // Each daemon gets its own disk cache unless the test shares one: tests
+  // must never read or fill the user's ~/.cache/kjit.
+  if (std::find(extra_args.begin(), extra_args.end(), "--cache-dir") == extra_args.end()) {
+    args.push_back("--cache-dir");
+    args.push_back(dir_ + "/cache");
+  }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

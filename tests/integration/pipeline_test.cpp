@@ -429,7 +429,7 @@ TEST(LlvmPassPlugin, PassesOfAnLlvmPluginAreUsableByNameInLlvmPasses) {
 CommandResult start_kjitd(std::vector<std::string> args) {
   fs::path dir = fs::temp_directory_path() / ("kjit-startup-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::vector<std::string> argv{"/usr/bin/timeout", "20", kjitd_path(), "--socket", (dir / "s.sock").string()};
+  std::vector<std::string> argv{"/usr/bin/timeout", "20", kjitd_path(), "--socket", (dir / "s.sock").string(), "--no-cache"};
   argv.insert(argv.end(), args.begin(), args.end());
   CommandResult r = run_command(argv);
   fs::remove_all(dir);

@@ -1,0 +1,75 @@
+#include "cache_key.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <map>
+#include <memory>
+
+namespace kjit {
+namespace {
+
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) { EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr); }
+  void update(std::string_view bytes) { EVP_DigestUpdate(ctx_.get(), bytes.data(), bytes.size()); }
+  void update_length_prefixed(std::string_view bytes) {
+    uint64_t size = bytes.size();
+    std::array<unsigned char, 8> le{};
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(size >> (8 * i));
+    EVP_DigestUpdate(ctx_.get(), le.data(), le.size());
+    update(bytes);
+  }
+  std::string hex() {
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned size = 0;
+    EVP_DigestFinal_ex(ctx_.get(), digest.data(), &size);
+    static constexpr char k_digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(size * 2);
+    for (unsigned i = 0; i < size; ++i) {
+      out += k_digits[digest[i] >> 4];
+      out += k_digits[digest[i] & 0xf];
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
+};
+
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  Sha256 sha;
+  sha.update(bytes);
+  return sha.hex();
+}
+
+CacheKey derive_key(std::vector<KeyComponent> components) {
+  Sha256 sha;
+  sha.update_length_prefixed("kjit-key/" + std::to_string(k_key_schema_version));
+  for (const KeyComponent& c : components) {
+    sha.update_length_prefixed(c.name);
+    sha.update_length_prefixed(c.value);
+  }
+  return CacheKey{std::move(components), sha.hex()};
+}
+
+std::vector<KeyDifference> diff_keys(const CacheKey& left, const CacheKey& right) {
+  std::map<std::string, const KeyComponent*> right_by_name;
+  for (const KeyComponent& c : right.components) right_by_name[c.name] = &c;
+  std::vector<KeyDifference> out;
+  std::map<std::string, bool> seen;
+  for (const KeyComponent& c : left.components) {
+    seen[c.name] = true;
+    auto it = right_by_name.find(c.name);
+    if (it == right_by_name.end()) out.push_back({c.name, c.value, {}, true, false});
+    else if (it->second->value != c.value) out.push_back({c.name, c.value, it->second->value});
+  }
+  for (const KeyComponent& c : right.components)
+    if (!seen.count(c.name)) out.push_back({c.name, {}, c.value, false, true});
+  return out;
+}
+
+}  // namespace kjit

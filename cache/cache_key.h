@@ -1,0 +1,38 @@
+// The cache key: SHA-256 over a canonical, versioned list of named
+// components. The components are kept so a client can ask why two requests
+// got different keys.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kjit/types.h"  // KeyComponent
+
+namespace kjit {
+
+// Bumped whenever the meaning or encoding of any component changes, so old
+// entries can never be mistaken for new ones.
+inline constexpr int k_key_schema_version = 1;
+
+struct CacheKey {
+  std::vector<KeyComponent> components;  // in derivation order
+  std::string hex;                       // 64 lowercase hex digits
+};
+
+// Hashes the components in order, each encoded as length-prefixed name and
+// value, after a "kjit-key" schema header.
+CacheKey derive_key(std::vector<KeyComponent> components);
+
+// Lowercase hex SHA-256 of arbitrary bytes (input and header digests).
+std::string sha256_hex(std::string_view bytes);
+
+struct KeyDifference {
+  std::string name;
+  std::string left, right;  // empty with present_* false when absent on a side
+  bool present_left = true, present_right = true;
+};
+
+// Components that differ by name or value, in the order they appear.
+std::vector<KeyDifference> diff_keys(const CacheKey& left, const CacheKey& right);
+
+}  // namespace kjit

@@ -1,0 +1,146 @@
+// Cache lookup, in-process single flight and the Redis lease, in that order
+// (see compile_once.h).
+#include "compile_once.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <random>
+#include <thread>
+
+namespace kjit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+CacheSource source_of(CacheTier tier) {
+  switch (tier) {
+    case CacheTier::memory:
+      return CacheSource::memory;
+    case CacheTier::disk:
+      return CacheSource::disk;
+    case CacheTier::redis:
+      return CacheSource::redis;
+  }
+  return CacheSource::compiled;
+}
+
+std::string default_owner() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::random_device random;
+  return std::string(host) + ":" + std::to_string(::getpid()) + ":" + std::to_string(random());
+}
+
+int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::string_view to_string(CacheSource source) {
+  switch (source) {
+    case CacheSource::memory:
+      return "memory";
+    case CacheSource::disk:
+      return "disk";
+    case CacheSource::redis:
+      return "redis";
+    case CacheSource::compiled:
+      return "compiled";
+  }
+  return "unknown";
+}
+
+CompileOnce::CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<RedisStore> leases, Options options)
+    : cache_(std::move(cache)), leases_(std::move(leases)), options_(std::move(options)) {
+  if (options_.owner.empty()) options_.owner = default_owner();
+}
+
+std::optional<CacheOutcome> CompileOnce::lookup(const std::string& key, bool waited) {
+  std::optional<CacheHit> hit = cache_->get(key);
+  if (!hit) return std::nullopt;
+  return CacheOutcome{std::move(hit->entry), source_of(hit->tier), waited};
+}
+
+Result<CacheOutcome> CompileOnce::get_or_compile(const std::string& key, const Compile& compile) {
+  if (std::optional<CacheOutcome> hit = lookup(key, false)) return *std::move(hit);
+  SingleFlight<Result<CacheOutcome>>::Outcome flight = flights_.run(key, [&] { return lead(key, compile); });
+  if (flight.shared && flight.value) {
+    ++joined_;
+    flight.value->waited = true;
+  }
+  return std::move(flight.value);
+}
+
+Result<CacheOutcome> CompileOnce::lead(const std::string& key, const Compile& compile) {
+  // A previous leader may have published between this caller's miss and its
+  // turn; without this check that gap costs a second compile.
+  if (std::shared_ptr<const CacheEntry> entry = cache_->peek_memory(key))
+    return CacheOutcome{std::move(entry), CacheSource::memory, true};
+  if (!leases_) return compile_and_put(key, compile);
+
+  const std::string owner = options_.owner + ":" + std::to_string(++next_lease_);
+  const Clock::time_point deadline = Clock::now() + options_.max_wait;
+  bool waited = false;
+  for (;;) {
+    switch (leases_->try_acquire_lease(key, owner, options_.lease_ttl)) {
+      case LeaseOutcome::unavailable:
+        return compile_and_put(key, compile);
+      case LeaseOutcome::acquired: {
+        // Another daemon may have finished and released just before we
+        // took the lease: its entry is already in Redis.
+        Result<bool> published = leases_->contains(key);
+        std::optional<CacheOutcome> hit;
+        if (published && *published) hit = lookup(key, waited);
+        Result<CacheOutcome> outcome = hit ? Result<CacheOutcome>(*std::move(hit)) : compile_and_put(key, compile);
+        if (Status released = leases_->release_lease(key, owner); !released)
+          spdlog::debug("cache: lease on {} not released ({}); it expires by itself", key, released.error().message);
+        return outcome;
+      }
+      case LeaseOutcome::held_by_other:
+        break;
+    }
+    if (!waited) ++fleet_waits_;
+    waited = true;
+    // Wait while the other daemon holds the lease; its release (or expiry,
+    // if it died) ends the wait.
+    bool lease_gone = false;
+    while (Clock::now() < deadline) {
+      std::this_thread::sleep_for(options_.poll_interval);
+      Result<std::optional<std::string>> holder = leases_->lease_holder(key);
+      if (!holder) return compile_and_put(key, compile);  // Redis went away: stop waiting on it
+      if (!holder->has_value()) {
+        lease_gone = true;
+        break;
+      }
+    }
+    if (std::optional<CacheOutcome> hit = lookup(key, true)) return *std::move(hit);
+    if (!lease_gone) {
+      ++lease_timeouts_;
+      spdlog::info("cache: waited {} ms for another daemon to compile {}; compiling here", options_.max_wait.count(),
+                   key);
+      return compile_and_put(key, compile);
+    }
+    // Released without an entry (its compile failed) or expired: take the
+    // lease ourselves.
+  }
+}
+
+Result<CacheOutcome> CompileOnce::compile_and_put(const std::string& key, const Compile& compile) {
+  ++compiles_;
+  const Clock::time_point start = Clock::now();
+  Result<CacheEntry> compiled = compile();
+  if (!compiled) return compiled.error();
+  CacheEntry entry = std::move(compiled).value();
+  entry.key = key;
+  if (entry.compile_ms == 0) entry.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (entry.created_unix == 0) entry.created_unix = now_unix();
+  return CacheOutcome{cache_->put(std::move(entry)), CacheSource::compiled, false};
+}
+
+CompileOnceStats CompileOnce::stats() const {
+  return CompileOnceStats{compiles_, joined_, fleet_waits_, lease_timeouts_};
+}
+
+}  // namespace kjit

@@ -1,0 +1,76 @@
+// Get-or-compile with one compile per key: in-process waiters share a
+// single flight, and across daemons sharing Redis a lease lets one daemon
+// compile while the others poll for its result (bounded, then compile
+// themselves).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "redis_store.h"
+#include "single_flight.h"
+#include "tiered_cache.h"
+
+namespace kjit {
+
+// What answered a request: a cache tier or a compile. The spelling is kjit
+// compile --json's "cache" field.
+enum class CacheSource { memory, disk, redis, compiled };
+std::string_view to_string(CacheSource source);
+
+struct CacheOutcome {
+  std::shared_ptr<const CacheEntry> entry;
+  CacheSource source = CacheSource::compiled;
+  // Another request did the work: an in-process leader, or another daemon
+  // holding the lease.
+  bool waited = false;
+};
+
+struct CompileOnceStats {
+  uint64_t compiles = 0;        // compiles this daemon ran
+  uint64_t joined = 0;          // requests that shared an in-process compile
+  uint64_t fleet_waits = 0;     // leaders that waited on another daemon's lease
+  uint64_t lease_timeouts = 0;  // waits that ran past max_wait and compiled anyway
+};
+
+class CompileOnce {
+ public:
+  struct Options {
+    // Longer than any compile should take: a compile that outlives its lease
+    // lets a second daemon start the same compile (wasted work, not an error).
+    std::chrono::milliseconds lease_ttl{120'000};
+    std::chrono::milliseconds max_wait{60'000};
+    std::chrono::milliseconds poll_interval{50};
+    std::string owner{};  // lease owner prefix; empty picks "<host>:<pid>:<random>"
+  };
+  // Returns the compiled entry; its key is set by CompileOnce, and
+  // compile_ms and created_unix when left at 0.
+  using Compile = std::function<Result<CacheEntry>()>;
+
+  // leases may be null (no Redis): then only the in-process flight applies.
+  CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<RedisStore> leases, Options options);
+
+  // The entry for key from the cache, or from one compile shared by every
+  // concurrent caller. Compile errors are returned to every waiter and are
+  // never cached.
+  Result<CacheOutcome> get_or_compile(const std::string& key, const Compile& compile);
+
+  CompileOnceStats stats() const;
+
+ private:
+  Result<CacheOutcome> lead(const std::string& key, const Compile& compile);
+  Result<CacheOutcome> compile_and_put(const std::string& key, const Compile& compile);
+  std::optional<CacheOutcome> lookup(const std::string& key, bool waited);
+
+  std::shared_ptr<TieredCache> cache_;
+  std::shared_ptr<RedisStore> leases_;
+  Options options_;
+  SingleFlight<Result<CacheOutcome>> flights_;
+  std::atomic<uint64_t> next_lease_{0};
+  std::atomic<uint64_t> compiles_{0}, joined_{0}, fleet_waits_{0}, lease_timeouts_{0};
+};
+
+}  // namespace kjit

@@ -1,0 +1,106 @@
+// The disk tier: one verified file per entry under a directory shared by
+// every process on the host, bounded in bytes with least-recently-used
+// eviction driven by file modification times.
+//
+// Layout: <directory>/v<format>/<key[0..2)>/<key>.kjit, published with
+// write_file_atomically, so a reader sees a whole entry or none and a crash
+// leaves at worst a temp file, removed by a later scan once it is old.
+//
+// Sharing: the file system is the only source of truth. A hit bumps the
+// file's mtime (futimens), so every process sees the same recency. Each
+// DiskStore keeps an approximate byte and entry count: a scan on open (stat
+// only, no entry is read), plus its own puts and removals, refreshed by a
+// rescan every rescan_interval. Other processes' puts are only seen at the
+// next rescan, so the directory can overshoot max_bytes by what the other
+// processes write within one interval. When the estimate passes max_bytes,
+// the putting thread runs gc down to low_watermark × max_bytes; a lock file
+// (flock) keeps processes from collecting at the same time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "store.h"
+
+namespace kjit {
+
+// $XDG_CACHE_HOME/kjit, else $HOME/.cache/kjit, else /tmp/kjit-cache-<uid>.
+std::string default_disk_cache_directory();
+
+class DiskStore final : public Store {
+ public:
+  struct Options {
+    std::string directory{};  // created when missing
+    uint64_t max_bytes = 10ull << 30;
+    double low_watermark = 0.9;  // gc target as a fraction of max_bytes, so gc is not run on every put
+    std::chrono::seconds rescan_interval{60};
+    // A hit bumps the mtime only when it is older than this, sparing a
+    // metadata write on every hit of a hot entry; recency is thus known to
+    // this resolution.
+    std::chrono::milliseconds touch_interval{1000};
+    // Temp files older than this belong to dead writers and are removed by scans.
+    std::chrono::seconds temp_max_age{3600};
+    bool sync = true;  // fsync on publish (see AtomicWriteOptions)
+    // Off for readers that never put (the client library reading the
+    // daemon's directory): open is then O(1), and a first put would rescan.
+    bool scan_on_open = true;
+  };
+
+  struct VerifyReport {
+    uint64_t checked = 0;
+    uint64_t removed = 0;  // failed verification (also counted as corruptions)
+  };
+
+  struct GcReport {
+    uint64_t entries_before = 0, bytes_before = 0;
+    uint64_t removed_entries = 0, removed_bytes = 0;
+    uint64_t entries_after = 0, bytes_after = 0;
+    uint64_t temp_files_removed = 0;
+  };
+
+  // Creates the directory if needed and scans it (file sizes only).
+  static Result<std::unique_ptr<DiskStore>> open(Options options);
+
+  std::string_view name() const override { return "disk"; }
+  Result<std::optional<CacheEntry>> get(std::string_view key) override;
+  Status put(const CacheEntry& entry) override;
+  Status remove(std::string_view key) override;
+  // bytes and entries are the approximate figures described above.
+  StoreStats stats() const override;
+  // last_access_unix is the file's mtime (see touch_interval).
+  Result<std::vector<StoredKey>> list() override;
+
+  // Reads and verifies every entry, removing those that fail.
+  Result<VerifyReport> verify();
+
+  // Removes least recently used entries until the directory holds at most
+  // max_bytes, and stale temp files; waits for a gc running in another process.
+  Result<GcReport> gc(uint64_t max_bytes);
+
+  // Where the entry for key lives (whether or not it exists).
+  std::string path_for(std::string_view key) const;
+  const std::string& directory() const { return options_.directory; }
+
+ private:
+  struct ScannedFile;
+  struct Scan;
+  explicit DiskStore(Options options, std::string root);
+
+  Result<Scan> scan(bool collect_files);
+  Result<GcReport> collect(uint64_t max_bytes, bool wait_for_lock);
+  void remove_corrupt(const std::string& path, uint64_t inode, uint64_t bytes);
+  void after_put();
+
+  Options options_;
+  std::string root_;  // <directory>/v<format>
+  std::atomic<int64_t> approx_bytes_{0};
+  std::atomic<int64_t> approx_entries_{0};
+  std::atomic<int64_t> last_scan_ns_{0};  // steady clock
+  std::atomic<bool> maintenance_running_{false};
+  std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, evictions_{0}, corruptions_{0}, errors_{0};
+};
+
+}  // namespace kjit

@@ -1,0 +1,56 @@
+// The memory tier: an LRU bounded in bytes, split into shards by key hash so
+// that concurrent hits on different keys never wait on one lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "store.h"
+
+namespace kjit {
+
+class MemoryStore final : public Store {
+ public:
+  struct Options {
+    uint64_t max_bytes = 256ull << 20;
+    // Each shard is its own LRU with max_bytes / shards, so eviction order is
+    // exact within a shard and approximate across them; one shard gives an
+    // exact global LRU (tests) at the price of one lock.
+    size_t shards = 16;
+  };
+
+  explicit MemoryStore(Options options);
+  ~MemoryStore() override;
+
+  std::string_view name() const override { return "memory"; }
+  Result<std::optional<CacheEntry>> get(std::string_view key) override;
+  Status put(const CacheEntry& entry) override;
+  Status remove(std::string_view key) override;
+  StoreStats stats() const override;
+  Result<std::vector<StoredKey>> list() override;
+
+  // The hit path without copying the payload: the stored entry itself, shared
+  // and immutable, or nullptr on a miss. Counts like get().
+  std::shared_ptr<const CacheEntry> find(std::string_view key);
+
+  // find() without counting or refreshing recency.
+  std::shared_ptr<const CacheEntry> peek(std::string_view key) const;
+
+  // put() without copying: the store keeps a reference to entry.
+  void insert(std::shared_ptr<const CacheEntry> entry);
+
+  // Bytes charged for an entry: payload, metadata strings and a fixed
+  // per-entry overhead, so many tiny entries still respect the bound.
+  static uint64_t footprint(const CacheEntry& entry);
+
+ private:
+  struct Shard;
+  Shard& shard_for(std::string_view key) const;
+
+  Options options_;
+  uint64_t shard_max_bytes_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace kjit

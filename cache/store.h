@@ -1,0 +1,64 @@
+// The Store interface every cache tier implements (memory, disk, Redis):
+// get / put / remove with failures as values, counters, and a listing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache_entry.h"
+#include "kjit/status.h"
+
+namespace kjit {
+
+// Counters since the store was opened, except bytes and entries, which
+// describe what the tier holds now (approximate where the tier is shared;
+// see each tier's header).
+struct StoreStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t puts = 0;
+  uint64_t bytes = 0;
+  uint64_t entries = 0;
+  uint64_t evictions = 0;
+  uint64_t corruptions = 0;  // entries that failed verification and were removed
+  uint64_t errors = 0;       // operations the tier failed (I/O, network, timeout)
+  uint64_t skipped = 0;      // operations not attempted because the tier is known down
+};
+
+// One entry as `kjit cache ls` shows it.
+struct StoredKey {
+  std::string key;
+  uint64_t bytes = 0;
+  int64_t last_access_unix = 0;  // seconds since the epoch; 0 when the tier cannot tell
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // A short lowercase name for logs and stats: "memory", "disk", "redis".
+  virtual std::string_view name() const = 0;
+
+  // The verified entry stored under key, std::nullopt on a miss (a corrupt
+  // entry is removed and reported as a miss), or an Error when the tier
+  // itself failed.
+  virtual Result<std::optional<CacheEntry>> get(std::string_view key) = 0;
+
+  // Stores entry under entry.key, replacing any previous one; a tier may
+  // decline an entry larger than its whole bound, which is not a failure.
+  virtual Status put(const CacheEntry& entry) = 0;
+
+  // Removes the entry under key; removing a missing key succeeds.
+  virtual Status remove(std::string_view key) = 0;
+
+  // A snapshot of the counters; never blocks on I/O.
+  virtual StoreStats stats() const = 0;
+
+  // Every entry the tier holds now, in no particular order.
+  virtual Result<std::vector<StoredKey>> list() = 0;
+};
+
+}  // namespace kjit

@@ -1,0 +1,92 @@
+// The cache the daemon talks to: memory → disk → Redis. A get asks the tiers
+// in order and copies a lower tier's hit into the tiers above it; a put
+// writes every tier. A tier that fails is skipped and counted, never fatal:
+// the worst outcome of a broken tier is a compile.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "memory_store.h"
+#include "store.h"
+
+namespace kjit {
+
+enum class CacheTier { memory, disk, redis };
+inline constexpr size_t k_cache_tier_count = 3;
+
+// "memory", "disk", "redis": the spelling of kjit compile --json's "cache".
+std::string_view to_string(CacheTier tier);
+
+struct CacheHit {
+  std::shared_ptr<const CacheEntry> entry;  // shared with the memory tier: never copied on a memory hit
+  CacheTier tier;                           // which tier answered
+};
+
+struct TierStats {
+  CacheTier tier;
+  StoreStats store;       // the tier's own counters
+  uint64_t answered = 0;  // gets this tier answered for the tiered cache
+  uint64_t failures = 0;  // operations that failed here and were skipped
+};
+
+struct TieredCacheStats {
+  std::vector<TierStats> tiers;  // configured tiers, top first
+  uint64_t lookups = 0;
+  uint64_t misses = 0;          // no tier had the key
+  double compile_ms_saved = 0;  // sum of compile_ms over every hit
+};
+
+class TieredCache {
+ public:
+  // Any tier may be null (turned off). Stores are shared so the daemon can
+  // keep a DiskStore for verify / gc and a RedisStore for leases.
+  struct Tiers {
+    std::shared_ptr<MemoryStore> memory;
+    std::shared_ptr<Store> disk;
+    std::shared_ptr<Store> redis;
+  };
+
+  explicit TieredCache(Tiers tiers);
+
+  // The first tier holding key, after filling the tiers above it; nullopt
+  // when none does (or every tier that might failed).
+  std::optional<CacheHit> get(std::string_view key);
+
+  // Writes entry to every tier; returns it as the memory tier now shares it.
+  std::shared_ptr<const CacheEntry> put(CacheEntry entry);
+
+  // The memory tier only, counting nothing: for a single-flight leader to
+  // see a result published between its miss and its turn.
+  std::shared_ptr<const CacheEntry> peek_memory(std::string_view key) const;
+
+  // Removes key from every tier.
+  void remove(std::string_view key);
+
+  TieredCacheStats stats() const;
+
+  // The store behind a tier, or null when that tier is off.
+  Store* tier(CacheTier tier) const;
+
+ private:
+  // Own cache lines: every hit bumps these from whatever thread serves it.
+  struct alignas(64) Counters {
+    std::atomic<uint64_t> answered{0};
+    std::atomic<uint64_t> failures{0};
+  };
+
+  void put_below_memory(const CacheEntry& entry, size_t up_to_tier);
+  void note_failure(CacheTier tier, std::string_view operation, const Error& error);
+
+  std::shared_ptr<MemoryStore> memory_;
+  std::array<std::shared_ptr<Store>, k_cache_tier_count> stores_;  // indexed by CacheTier
+  std::array<Counters, k_cache_tier_count> counters_;
+  alignas(64) std::atomic<uint64_t> misses_{0};
+  alignas(64) std::atomic<int64_t> compile_us_saved_{0};
+};
+
+}  // namespace kjit

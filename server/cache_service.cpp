@@ -1,0 +1,146 @@
+#include "cache_service.h"
+
+#include <algorithm>
+
+#include "compile_translation.h"
+#include "status_mapping.h"
+
+namespace kjit {
+namespace {
+
+Error cache_off() { return make_error(ErrorCode::failed_precondition, "the compile cache is off on this daemon"); }
+Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon"); }
+
+bool is_key(const std::string& text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace
+
+CacheService::CacheService(std::shared_ptr<const CompileFrontend> frontend) : frontend_(std::move(frontend)) {}
+
+grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRequest*, v1::StatsResponse* response) {
+  CompileCache* cache = frontend_->cache();
+  if (!cache) return to_grpc_status(cache_off(), *context);
+  TieredCacheStats stats = cache->tiers->stats();
+  for (const TierStats& tier : stats.tiers) {
+    v1::TierStats* out = response->add_tiers();
+    out->set_tier(std::string(to_string(tier.tier)));
+    out->set_hits(tier.store.hits);
+    out->set_misses(tier.store.misses);
+    out->set_puts(tier.store.puts);
+    out->set_bytes(tier.store.bytes);
+    out->set_entries(tier.store.entries);
+    out->set_evictions(tier.store.evictions);
+    out->set_corruptions(tier.store.corruptions);
+    out->set_errors(tier.store.errors + tier.failures);
+    out->set_skipped(tier.store.skipped);
+    out->set_answered(tier.answered);
+  }
+  response->set_lookups(stats.lookups);
+  response->set_misses(stats.misses);
+  response->set_compile_ms_saved(stats.compile_ms_saved);
+  CompileOnceStats once = cache->once->stats();
+  response->set_compiles(once.compiles);
+  response->set_joined(once.joined);
+  response->set_fleet_waits(once.fleet_waits);
+  response->set_lease_timeouts(once.lease_timeouts);
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequest* request, v1::ListResponse* response) {
+  CompileCache* cache = frontend_->cache();
+  if (!cache) return to_grpc_status(cache_off(), *context);
+  if (!cache->disk) return to_grpc_status(disk_off(), *context);
+  Result<std::vector<StoredKey>> keys = cache->disk->list();
+  if (!keys) return to_grpc_status(keys.error(), *context);
+  std::sort(keys->begin(), keys->end(), [](const StoredKey& a, const StoredKey& b) { return a.last_access_unix > b.last_access_unix; });
+  for (const StoredKey& key : *keys) {
+    if (request->limit() && static_cast<uint32_t>(response->entries_size()) >= request->limit()) break;
+    v1::CacheListing* out = response->add_entries();
+    out->set_key(key.key);
+    out->set_bytes(key.bytes);
+    out->set_last_access_unix(key.last_access_unix);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::RemoveRequest* request, v1::RemoveResponse*) {
+  CompileCache* cache = frontend_->cache();
+  if (!cache) return to_grpc_status(cache_off(), *context);
+  if (!is_key(request->key()))
+    return to_grpc_status(make_error(ErrorCode::invalid_argument, "'" + request->key() + "' is not a cache key (64 hex digits)"), *context);
+  cache->tiers->remove(request->key());
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::Gc(grpc::ServerContext* context, const v1::GcRequest* request, v1::GcResponse* response) {
+  CompileCache* cache = frontend_->cache();
+  if (!cache) return to_grpc_status(cache_off(), *context);
+  if (!cache->disk) return to_grpc_status(disk_off(), *context);
+  Result<DiskStore::GcReport> report = cache->disk->gc(request->max_bytes());
+  if (!report) return to_grpc_status(report.error(), *context);
+  response->set_removed_entries(report->removed_entries);
+  response->set_removed_bytes(report->removed_bytes);
+  response->set_entries_after(report->entries_after);
+  response->set_bytes_after(report->bytes_after);
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::Verify(grpc::ServerContext* context, const v1::VerifyRequest*, v1::VerifyResponse* response) {
+  CompileCache* cache = frontend_->cache();
+  if (!cache) return to_grpc_status(cache_off(), *context);
+  if (!cache->disk) return to_grpc_status(disk_off(), *context);
+  Result<DiskStore::VerifyReport> report = cache->disk->verify();
+  if (!report) return to_grpc_status(report.error(), *context);
+  response->set_checked(report->checked);
+  response->set_removed(report->removed);
+  return grpc::Status::OK;
+}
+
+Result<CacheKey> CacheService::key_of(const v1::ExplainSide& side) const {
+  if (side.has_request()) {
+    Result<CompileJob> job = to_compile_job(side.request(), frontend_->config());
+    if (!job) return job.error();
+    return frontend_->pipeline().key(*job);
+  }
+  const std::string& key = side.key();
+  if (!is_key(key)) return make_error(ErrorCode::invalid_argument, "'" + key + "' is not a cache key (64 hex digits)");
+  CompileCache* cache = frontend_->cache();
+  if (!cache) return cache_off();
+  std::optional<CacheHit> hit = cache->tiers->get(key);
+  if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key " + key);
+  return CacheKey{hit->entry->artifact.key_components, key};
+}
+
+grpc::Status CacheService::Explain(grpc::ServerContext* context, const v1::ExplainRequest* request,
+                                   v1::ExplainResponse* response) {
+  Result<CacheKey> left = key_of(request->left());
+  if (!left) return to_grpc_status(left.error(), *context);
+  Result<CacheKey> right = key_of(request->right());
+  if (!right) return to_grpc_status(right.error(), *context);
+  response->set_left_key(left->hex);
+  response->set_right_key(right->hex);
+  auto add = [](const std::vector<KeyComponent>& from, auto* to) {
+    for (const KeyComponent& c : from) {
+      v1::KeyComponent* out = to->Add();
+      out->set_name(c.name);
+      out->set_value(c.value);
+    }
+  };
+  add(left->components, response->mutable_left_components());
+  add(right->components, response->mutable_right_components());
+  for (const KeyDifference& d : diff_keys(*left, *right)) {
+    v1::KeyDifference* out = response->add_differences();
+    out->set_name(d.name);
+    out->set_left(d.left);
+    out->set_right(d.right);
+    out->set_present_left(d.present_left);
+    out->set_present_right(d.present_right);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace kjit

@@ -1,0 +1,28 @@
+// The kjit.v1.Cache gRPC service: statistics, listing, removal, gc, verify,
+// and Explain (why two requests got different keys).
+#pragma once
+
+#include <memory>
+
+#include "compile_frontend.h"
+#include "kjit/v1/cache.grpc.pb.h"
+
+namespace kjit {
+
+class CacheService final : public v1::Cache::Service {
+ public:
+  explicit CacheService(std::shared_ptr<const CompileFrontend> frontend);
+
+  grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest*, v1::StatsResponse*) override;
+  grpc::Status List(grpc::ServerContext*, const v1::ListRequest*, v1::ListResponse*) override;
+  grpc::Status Remove(grpc::ServerContext*, const v1::RemoveRequest*, v1::RemoveResponse*) override;
+  grpc::Status Gc(grpc::ServerContext*, const v1::GcRequest*, v1::GcResponse*) override;
+  grpc::Status Verify(grpc::ServerContext*, const v1::VerifyRequest*, v1::VerifyResponse*) override;
+  grpc::Status Explain(grpc::ServerContext*, const v1::ExplainRequest*, v1::ExplainResponse*) override;
+
+ private:
+  Result<CacheKey> key_of(const v1::ExplainSide& side) const;
+  std::shared_ptr<const CompileFrontend> frontend_;
+};
+
+}  // namespace kjit

@@ -1,0 +1,54 @@
+#include "compile_cache.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+namespace kjit {
+
+std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
+  if (!config.enabled) {
+    spdlog::info("compile cache off: every request compiles");
+    return nullptr;
+  }
+  auto cache = std::make_shared<CompileCache>();
+  TieredCache::Tiers tiers;
+  if (config.memory_bytes > 0) tiers.memory = std::make_shared<MemoryStore>(MemoryStore::Options{config.memory_bytes});
+  if (config.disk) {
+    DiskStore::Options options;
+    options.directory = config.directory.empty() ? default_cache_directory() : config.directory;
+    options.max_bytes = config.disk_bytes;
+    Result<std::unique_ptr<DiskStore>> disk = DiskStore::open(options);
+    if (disk) {
+      cache->disk = std::move(disk.value());
+      tiers.disk = cache->disk;
+      spdlog::info("disk cache at {} (bound {} bytes)", options.directory, options.max_bytes);
+    } else {
+      spdlog::warn("disk cache off: {}", disk.error().message);
+    }
+  }
+  if (!config.redis.empty()) {
+    RedisStore::Options options;
+    if (config.redis.front() == '/') {
+      options.host = config.redis;
+    } else {
+      size_t colon = config.redis.rfind(':');
+      options.host = config.redis.substr(0, colon);
+      if (colon != std::string::npos) {
+        std::string port = config.redis.substr(colon + 1);
+        std::from_chars(port.data(), port.data() + port.size(), options.port);
+      }
+    }
+    options.ttl = std::chrono::seconds(config.redis_ttl_seconds);
+    cache->redis = std::make_shared<RedisStore>(options);
+    tiers.redis = cache->redis;
+    spdlog::info("redis cache at {} (ttl {} s)", config.redis, config.redis_ttl_seconds);
+  }
+  cache->tiers = std::make_shared<TieredCache>(tiers);
+  CompileOnce::Options once;
+  once.max_wait = std::chrono::milliseconds(config.lease_wait_ms);
+  cache->once = std::make_shared<CompileOnce>(cache->tiers, cache->redis, once);
+  return cache;
+}
+
+}  // namespace kjit

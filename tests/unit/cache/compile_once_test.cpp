@@ -1,0 +1,179 @@
+// One compile per key: 32 concurrent cold requests in one daemon, two
+// daemons sharing Redis, and the bounded wait on a lease that is never
+// released.
+#include "cache/compile_once.h"
+
+#include <gtest/gtest.h>
+
+#include <latch>
+#include <thread>
+
+#include "cache/disk_store.h"
+#include "redis_server.h"
+#include "sample_entries.h"
+#include "temp_dir.h"
+
+namespace kjit {
+namespace {
+
+using namespace std::chrono_literals;
+using test::key_for;
+using test::make_entry;
+
+std::shared_ptr<DiskStore> open_disk(const std::string& dir) {
+  return std::shared_ptr<DiskStore>(DiskStore::open({.directory = dir}).value().release());
+}
+
+// A compile that takes a while, so the concurrent requests overlap it.
+CompileOnce::Compile slow_compile(std::atomic<int>& compiles, std::chrono::milliseconds duration = 300ms) {
+  return [&compiles, duration]() -> Result<CacheEntry> {
+    ++compiles;
+    std::this_thread::sleep_for(duration);
+    CacheEntry entry = make_entry("", "the one cubin");
+    entry.compile_ms = 0;
+    entry.created_unix = 0;
+    return entry;
+  };
+}
+
+TEST(CompileOnce, ThirtyTwoConcurrentColdRequestsCompileOnce) {
+  auto cache = std::make_shared<TieredCache>(
+      TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}), nullptr, nullptr});
+  CompileOnce once(cache, nullptr, {});
+  std::atomic<int> compiles{0};
+  const CompileOnce::Compile compile = slow_compile(compiles);
+  std::vector<Result<CacheOutcome>> results(32, Error{});
+  std::latch start(32);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 32; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      results[t] = once.get_or_compile(key_for(1), compile);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(compiles.load(), 1);
+  int compiled = 0;
+  for (const Result<CacheOutcome>& r : results) {
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->entry->artifact.bytes, "the one cubin");
+    EXPECT_EQ(r->entry->key, key_for(1));
+    if (r->source == CacheSource::compiled && !r->waited) ++compiled;
+  }
+  EXPECT_EQ(compiled, 1);
+  EXPECT_GT(results[0]->entry->compile_ms, 250);  // measured, since the compile left it at 0
+  EXPECT_GT(results[0]->entry->created_unix, 0);
+  EXPECT_EQ(once.stats().compiles, 1u);
+
+  Result<CacheOutcome> later = once.get_or_compile(key_for(1), compile);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->source, CacheSource::memory);
+  EXPECT_EQ(to_string(later->source), "memory");
+}
+
+TEST(CompileOnce, CompileErrorsReachEveryWaiterAndAreNotCached) {
+  auto cache = std::make_shared<TieredCache>(
+      TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}), nullptr, nullptr});
+  CompileOnce once(cache, nullptr, {});
+  std::atomic<int> calls{0};
+  CompileOnce::Compile failing = [&]() -> Result<CacheEntry> {
+    ++calls;
+    std::this_thread::sleep_for(100ms);
+    return make_error(ErrorCode::invalid_argument, "syntax error");
+  };
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      if (!once.get_or_compile(key_for(1), failing).ok()) ++errors;
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 4);
+  EXPECT_FALSE(cache->get(key_for(1)).has_value());
+}
+
+class CompileOnceFleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::RedisServer::installed()) GTEST_SKIP() << test::RedisServer::k_binary << " is not installed";
+    ASSERT_TRUE(server_.start());
+  }
+
+  // A daemon: its own memory and disk, the fleet's Redis.
+  struct Daemon {
+    std::shared_ptr<RedisStore> redis;
+    std::unique_ptr<CompileOnce> once;
+  };
+  Daemon daemon(const std::string& dir, CompileOnce::Options options = {.poll_interval = 20ms}) {
+    RedisStore::Options o;
+    o.port = server_.port();
+    auto redis = std::make_shared<RedisStore>(o);
+    auto cache = std::make_shared<TieredCache>(
+        TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}), open_disk(dir), redis});
+    return Daemon{redis, std::make_unique<CompileOnce>(cache, redis, options)};
+  }
+
+  test::RedisServer server_;
+};
+
+TEST_F(CompileOnceFleetTest, TwoDaemonsSharingRedisCompileOnce) {
+  test::TempDir dir_a, dir_b;
+  Daemon a = daemon(dir_a.path());
+  Daemon b = daemon(dir_b.path());
+  std::atomic<int> compiles{0};
+  const CompileOnce::Compile compile = slow_compile(compiles, 400ms);
+  std::latch start(32);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 32; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      Result<CacheOutcome> r = (t % 2 ? a : b).once->get_or_compile(key_for(1), compile);
+      if (!r.ok() || r->entry->artifact.bytes != "the one cubin") ++wrong;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(compiles.load(), 1);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(a.once->stats().fleet_waits + b.once->stats().fleet_waits, 1u);
+  EXPECT_EQ(a.redis->lease_holder(key_for(1)).value(), std::nullopt);  // released
+}
+
+TEST_F(CompileOnceFleetTest, ExpiredLeaseOfACrashedDaemonIsTakenOver) {
+  test::TempDir dir;
+  Daemon d = daemon(dir.path());
+  ASSERT_EQ(d.redis->try_acquire_lease(key_for(1), "crashed-daemon", 300ms), LeaseOutcome::acquired);
+  std::atomic<int> compiles{0};
+  const auto start = std::chrono::steady_clock::now();
+  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, CacheSource::compiled);
+  EXPECT_EQ(compiles.load(), 1);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);  // waited for the expiry
+  EXPECT_EQ(d.once->stats().lease_timeouts, 0u);
+}
+
+TEST_F(CompileOnceFleetTest, WaitIsBoundedThenTheDaemonCompilesItself) {
+  test::TempDir dir;
+  Daemon d = daemon(dir.path(), {.max_wait = 200ms, .poll_interval = 20ms});
+  ASSERT_EQ(d.redis->try_acquire_lease(key_for(1), "stuck-daemon", 60s), LeaseOutcome::acquired);
+  std::atomic<int> compiles{0};
+  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(compiles.load(), 1);
+  EXPECT_EQ(d.once->stats().lease_timeouts, 1u);
+}
+
+TEST_F(CompileOnceFleetTest, RedisDownMeansCompileLocally) {
+  test::TempDir dir;
+  Daemon d = daemon(dir.path());
+  server_.stop();
+  std::atomic<int> compiles{0};
+  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(compiles.load(), 1);
+  EXPECT_EQ(d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms))->source, CacheSource::memory);
+}
+
+}  // namespace
+}  // namespace kjit

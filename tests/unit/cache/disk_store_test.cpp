@@ -1,0 +1,329 @@
+// The disk tier in one process: persistence, verification on read, LRU
+// eviction within the byte bound, gc, verify, temp-file cleanup.
+#include "cache/disk_store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cache/atomic_file.h"
+#include "sample_entries.h"
+#include "temp_dir.h"
+
+namespace kjit {
+namespace {
+
+using test::key_for;
+using test::make_entry;
+
+std::unique_ptr<DiskStore> open_store(const std::string& dir, DiskStore::Options options = {}) {
+  options.directory = dir;
+  Result<std::unique_ptr<DiskStore>> store = DiskStore::open(options);
+  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message);
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+std::optional<CacheEntry> get(DiskStore& store, const std::string& key) {
+  Result<std::optional<CacheEntry>> got = store.get(key);
+  EXPECT_TRUE(got.ok()) << (got.ok() ? "" : got.error().message);
+  return got.ok() ? *got : std::nullopt;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+uint64_t bytes_on_disk(DiskStore& store) {
+  uint64_t total = 0;
+  const std::vector<StoredKey> listed = store.list().value();
+  for (const StoredKey& k : listed) total += k.bytes;
+  return total;
+}
+
+// File times come from a coarse kernel clock; spacing operations keeps
+// their order visible in mtimes.
+void tick() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(15));
+}
+
+TEST(DiskStore, PutThenGetReturnsTheEntry) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  CacheEntry entry = make_entry(key_for(1), "cubin bytes");
+  ASSERT_TRUE(store->put(entry).ok());
+  std::optional<CacheEntry> got = get(*store, entry.key);
+  ASSERT_TRUE(got.has_value());
+  test::expect_same_entry(*got, entry);
+  EXPECT_FALSE(get(*store, key_for(2)).has_value());
+  StoreStats stats = store->stats();
+  EXPECT_EQ(stats.hits, 1u);
+  EXPECT_EQ(stats.misses, 1u);
+  EXPECT_EQ(stats.puts, 1u);
+  EXPECT_EQ(stats.entries, 1u);
+  EXPECT_EQ(stats.bytes, encode_entry(entry).size());
+}
+
+TEST(DiskStore, EntryIsOneFileUnderAFanOutDirectory) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  CacheEntry entry = make_entry(key_for(1), "cubin bytes");
+  ASSERT_TRUE(store->put(entry).ok());
+  const std::string path = store->path_for(entry.key);
+  EXPECT_EQ(path, dir.path() + "/v1/" + entry.key.substr(0, 2) + "/" + entry.key + ".kjit");
+  EXPECT_EQ(read_file(path), encode_entry(entry));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+TEST(DiskStore, ReopenedStoreSeesEarlierEntries) {
+  test::TempDir dir;
+  {
+    auto store = open_store(dir.path());
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->put(make_entry(key_for(i), "payload " + std::to_string(i))).ok());
+  }
+  auto reopened = open_store(dir.path());
+  EXPECT_EQ(reopened->stats().entries, 10u);
+  for (int i = 0; i < 10; ++i) {
+    std::optional<CacheEntry> got = get(*reopened, key_for(i));
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->artifact.bytes, "payload " + std::to_string(i));
+  }
+}
+
+TEST(DiskStore, ReaderThatSkipsTheScanStillReadsAndAccountsOnFirstPut) {
+  test::TempDir dir;
+  {
+    auto writer = open_store(dir.path());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(writer->put(make_entry(key_for(i), "shared")).ok());
+  }
+  auto reader = open_store(dir.path(), {.scan_on_open = false});
+  EXPECT_EQ(reader->stats().entries, 0u);  // not scanned
+  ASSERT_TRUE(get(*reader, key_for(1)).has_value());
+  ASSERT_TRUE(reader->put(make_entry(key_for(3), "shared")).ok());
+  EXPECT_EQ(reader->stats().entries, 4u);  // the first put rescanned
+}
+
+TEST(DiskStore, ConcurrentFirstPutsIntoNewDirectoriesAllSucceed) {
+  test::TempDir dir;
+  auto store = open_store(dir.path(), {.sync = false});
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i)
+        if (!store->put(make_entry(key_for(t * 1000 + i), "x")).ok()) ++failed;
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(store->stats().errors, 0u);
+  EXPECT_EQ(store->list().value().size(), 1600u);
+}
+
+TEST(DiskStore, FlippedByteIsCountedCorruptionRemovedAndMisses) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  CacheEntry entry = make_entry(key_for(1), std::string(4096, 'c'));
+  ASSERT_TRUE(store->put(entry).ok());
+  const std::string path = store->path_for(entry.key);
+  std::string bytes = read_file(path);
+  bytes[bytes.size() - 100] ^= 0x20;  // inside the payload
+  write_file(path, bytes);
+
+  EXPECT_FALSE(get(*store, entry.key).has_value());
+  EXPECT_FALSE(std::filesystem::exists(path));
+  StoreStats stats = store->stats();
+  EXPECT_EQ(stats.corruptions, 1u);
+  EXPECT_EQ(stats.misses, 1u);
+  EXPECT_EQ(stats.entries, 0u);
+  // The next put (the recompile) is served again.
+  ASSERT_TRUE(store->put(entry).ok());
+  EXPECT_TRUE(get(*store, entry.key).has_value());
+}
+
+TEST(DiskStore, TruncatedOrForeignFilesAreCorruptions) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  CacheEntry a = make_entry(key_for(1), "aaaa");
+  CacheEntry b = make_entry(key_for(2), "bbbb");
+  ASSERT_TRUE(store->put(a).ok());
+  ASSERT_TRUE(store->put(b).ok());
+  std::string bytes = read_file(store->path_for(a.key));
+  write_file(store->path_for(a.key), bytes.substr(0, bytes.size() / 2));
+  // b's file now holds a's entry: the key check catches it.
+  write_file(store->path_for(b.key), bytes);
+  EXPECT_FALSE(get(*store, a.key).has_value());
+  EXPECT_FALSE(get(*store, b.key).has_value());
+  EXPECT_EQ(store->stats().corruptions, 2u);
+}
+
+TEST(DiskStore, RemoveDeletesTheFile) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  CacheEntry entry = make_entry(key_for(1), "x");
+  ASSERT_TRUE(store->put(entry).ok());
+  ASSERT_TRUE(store->remove(entry.key).ok());
+  EXPECT_FALSE(std::filesystem::exists(store->path_for(entry.key)));
+  EXPECT_TRUE(store->remove(entry.key).ok());
+  EXPECT_EQ(store->stats().entries, 0u);
+}
+
+TEST(DiskStore, KeysThatAreNotFileNamesAreRejected) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  for (std::string key : {"../../etc/passwd", "a/b", "", "x", "ab.cd"}) {
+    EXPECT_FALSE(store->get(key).ok()) << key;
+    CacheEntry entry = make_entry(key, "x");
+    EXPECT_FALSE(store->put(entry).ok()) << key;
+  }
+}
+
+TEST(DiskStore, EvictsLeastRecentlyUsedWhenOverItsByteBound) {
+  test::TempDir dir;
+  const uint64_t one = encode_entry(make_entry(key_for(1), std::string(2000, 'x'))).size();
+  auto store = open_store(dir.path(), {.max_bytes = 3 * one + one / 2, .touch_interval = std::chrono::milliseconds(0)});
+  for (int i : {1, 2, 3}) {
+    ASSERT_TRUE(store->put(make_entry(key_for(i), std::string(2000, 'x'))).ok());
+    tick();
+  }
+  ASSERT_TRUE(get(*store, key_for(1)).has_value());  // 2 is now the least recently used
+  tick();
+  ASSERT_TRUE(store->put(make_entry(key_for(4), std::string(2000, 'x'))).ok());
+  EXPECT_FALSE(std::filesystem::exists(store->path_for(key_for(2))));
+  for (int i : {1, 3, 4}) EXPECT_TRUE(std::filesystem::exists(store->path_for(key_for(i)))) << i;
+  EXPECT_EQ(store->stats().evictions, 1u);
+  EXPECT_LE(bytes_on_disk(*store), 3 * one + one / 2);
+}
+
+TEST(DiskStore, StaysWithinItsBoundUnderAStreamOfNewEntries) {
+  test::TempDir dir;
+  const uint64_t max_bytes = 64 * 1024;
+  auto store = open_store(dir.path(), {.max_bytes = max_bytes, .sync = false});
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(store->put(make_entry(key_for(i), std::string(500 + (i * 37) % 3000, 'x'))).ok());
+    ASSERT_LE(bytes_on_disk(*store), max_bytes) << "after entry " << i;
+    ASSERT_LE(store->stats().bytes, max_bytes);
+  }
+  EXPECT_GT(store->stats().evictions, 0u);
+  EXPECT_TRUE(get(*store, key_for(299)).has_value());  // the newest survives
+}
+
+TEST(DiskStore, RescanSeesOtherWritersAndEnforcesTheBound) {
+  test::TempDir dir;
+  const uint64_t max_bytes = 32 * 1024;
+  auto bounded = open_store(dir.path(), {.max_bytes = max_bytes, .rescan_interval = std::chrono::seconds(0)});
+  auto other = open_store(dir.path(), {.sync = false});  // another process, with a larger bound
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(other->put(make_entry(key_for(i), std::string(2000, 'o'))).ok());
+  ASSERT_GT(bytes_on_disk(*bounded), max_bytes);
+  ASSERT_TRUE(bounded->put(make_entry(key_for(100), "mine")).ok());
+  EXPECT_LE(bytes_on_disk(*bounded), max_bytes);
+  EXPECT_GT(bounded->stats().evictions, 0u);
+  EXPECT_EQ(bounded->stats().bytes, bytes_on_disk(*bounded));
+}
+
+TEST(DiskStore, GcRemovesTheOldestDownToTheLimit) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  const uint64_t one = encode_entry(make_entry(key_for(0), std::string(1000, 'x'))).size();
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(store->put(make_entry(key_for(i), std::string(1000, 'x'))).ok());
+    tick();
+  }
+  Result<DiskStore::GcReport> report = store->gc(2 * one);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->entries_before, 6u);
+  EXPECT_EQ(report->removed_entries, 4u);
+  EXPECT_EQ(report->entries_after, 2u);
+  EXPECT_EQ(report->bytes_after, 2 * one);
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(get(*store, key_for(i)).has_value()) << i;
+  for (int i = 4; i < 6; ++i) EXPECT_TRUE(get(*store, key_for(i)).has_value()) << i;
+  EXPECT_EQ(store->stats().entries, 2u);
+}
+
+TEST(DiskStore, VerifyRemovesOnlyBadEntries) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->put(make_entry(key_for(i), std::string(300, 'v'))).ok());
+  std::string bytes = read_file(store->path_for(key_for(3)));
+  bytes[70] ^= 1;
+  write_file(store->path_for(key_for(3)), bytes);
+  Result<DiskStore::VerifyReport> report = store->verify();
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->checked, 5u);
+  EXPECT_EQ(report->removed, 1u);
+  EXPECT_EQ(store->stats().corruptions, 1u);
+  EXPECT_FALSE(std::filesystem::exists(store->path_for(key_for(3))));
+  EXPECT_EQ(store->list().value().size(), 4u);
+}
+
+TEST(DiskStore, ListShowsKeysSizesAndLastUse) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  CacheEntry entry = make_entry(key_for(7), "listed");
+  ASSERT_TRUE(store->put(entry).ok());
+  Result<std::vector<StoredKey>> listed = store->list();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].key, entry.key);
+  EXPECT_EQ((*listed)[0].bytes, encode_entry(entry).size());
+  EXPECT_NEAR(double((*listed)[0].last_access_unix), double(::time(nullptr)), 5);
+}
+
+TEST(DiskStore, AHitRefreshesTheSharedRecency) {
+  test::TempDir dir;
+  auto store = open_store(dir.path(), {.touch_interval = std::chrono::milliseconds(0)});
+  ASSERT_TRUE(store->put(make_entry(key_for(1), "x")).ok());
+  const std::string path = store->path_for(key_for(1));
+  const timespec old_times[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old_times, 0), 0);
+  ASSERT_TRUE(get(*store, key_for(1)).has_value());
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_GT(st.st_mtim.tv_sec, 1'000'000'000 + 1000);
+}
+
+TEST(DiskStore, StaleTempFilesAreRemovedByAgeOnly) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  ASSERT_TRUE(store->put(make_entry(key_for(1), "x")).ok());
+  const std::string fan = dir.path() + "/v1/" + key_for(1).substr(0, 2);
+  const std::string stale = fan + "/" + std::string(k_atomic_temp_prefix) + "dead-writer";
+  const std::string fresh = fan + "/" + std::string(k_atomic_temp_prefix) + "live-writer";
+  write_file(stale, "partial");
+  write_file(fresh, "partial");
+  const timespec old_times[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, stale.c_str(), old_times, 0), 0);
+  auto reopened = open_store(dir.path());
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(fresh));
+  EXPECT_EQ(reopened->stats().entries, 1u);  // temp files are never entries
+}
+
+TEST(AtomicFile, ReplacesWholeAndLeavesNoTempOnFailure) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/file";
+  ASSERT_TRUE(write_file_atomically(path, "first").ok());
+  ASSERT_TRUE(write_file_atomically(path, "second").ok());
+  EXPECT_EQ(read_file(path), "second");
+  EXPECT_FALSE(write_file_atomically(dir.path() + "/missing/file", "x").ok());
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+}
+
+}  // namespace
+}  // namespace kjit

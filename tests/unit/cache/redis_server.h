@@ -1,0 +1,41 @@
+// A real redis-server for tests: started on a free loopback port with no
+// persistence, stopped and restarted on demand, killed when the test ends.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "temp_dir.h"
+
+namespace kjit::test {
+
+class RedisServer {
+ public:
+  static constexpr const char* k_binary = "/usr/bin/redis-server";
+  static bool installed();
+
+  RedisServer();  // picks the port; does not start
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  // Starts (or restarts) the server on the same port and waits until it
+  // answers PING; false if it does not within a few seconds.
+  bool start();
+  void stop();
+
+  int port() const { return port_; }
+
+  // Runs one command on a fresh connection and returns the reply as text
+  // (integers in decimal, nil as "(nil)", errors prefixed "ERR:").
+  std::string command(const std::vector<std::string>& args) const;
+
+ private:
+  TempDir dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace kjit::test
