@@ -16,7 +16,7 @@ std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
   if (config.memory_bytes > 0) tiers.memory = std::make_shared<MemoryStore>(MemoryStore::Options{config.memory_bytes});
   if (config.disk) {
     DiskStore::Options options;
-    options.directory = config.directory.empty() ? default_cache_directory() : config.directory;
+    options.directory = config.directory.empty() ? default_disk_cache_directory() : config.directory;
     options.max_bytes = config.disk_bytes;
     Result<std::unique_ptr<DiskStore>> disk = DiskStore::open(options);
     if (disk) {

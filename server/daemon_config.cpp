@@ -111,12 +111,6 @@ Status read_value(const toml::node& node, const std::string& path, const std::st
 
 }  // namespace
 
-std::string default_cache_directory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/kjit";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kjit";
-  return "/tmp/kjit-cache-" + std::to_string(getuid());
-}
-
 Status load_config_file(const std::string& path, DaemonConfig& config) {
   toml::table root;
   try {

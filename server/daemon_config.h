@@ -49,8 +49,6 @@ struct DaemonConfig {
   CacheConfig cache;                             // [cache]
 };
 
-// $XDG_CACHE_HOME/kjit, or $HOME/.cache/kjit, or /tmp/kjit-cache-$UID.
-std::string default_cache_directory();
 
 // Reads a TOML file over the defaults. Unknown keys are errors, so a typo
 // never silently leaves a default in force.

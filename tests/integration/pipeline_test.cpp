@@ -68,7 +68,8 @@ CompileRequest llvm_request(const std::string& ir, const std::string& target) {
 
 class LlvmPipelineTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { daemon_ = new DaemonProcess(); }
+  // --no-cache: these tests look at the passes that ran.
+  static void SetUpTestSuite() { daemon_ = new DaemonProcess({"--no-cache"}); }
   static void TearDownTestSuite() {
     delete daemon_;
     daemon_ = nullptr;
@@ -267,14 +268,14 @@ takes = "ptx"
 gives = "cubin"
 passes = ["nvjitlink-link"]
 )";
-    std::vector<std::string> args{"--config", (config_dir_ / "kjitd.toml").string()};
+    std::vector<std::string> args{"--config", (config_dir_ / "kjitd.toml").string(), "--no-cache"};
     for (const char* p : {"ptx_rewrite_plugin", "disable_pass_plugin", "override_stage_plugin", "key_component_plugin",
                           "debug_insensitive_digest_plugin", "failing_pass_plugin"}) {
       args.push_back("--plugin");
       args.push_back(plugin_path(p));
     }
     with_plugins_ = new DaemonProcess(args);
-    plain_ = new DaemonProcess();
+    plain_ = new DaemonProcess({"--no-cache"});
   }
   static void TearDownTestSuite() {
     delete with_plugins_;
