@@ -7,6 +7,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kjit/v1/compiler.grpc.pb.h"
 #include "kjit/v1/cache.grpc.pb.h"
+#include "kjit/v1/diagnostics.grpc.pb.h"
 #include "kjit/v1/launch.grpc.pb.h"
 
 namespace kjit {
@@ -54,6 +55,7 @@ struct Client::Impl {
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
   std::unique_ptr<v1::Launcher::Stub> launcher;
   std::unique_ptr<v1::Cache::Stub> cache;
+  std::unique_ptr<v1::Diagnostics::Stub> diagnostics;
   ClientOptions options;
 
   void set_deadline(grpc::ClientContext& context) const {
@@ -72,6 +74,7 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
   impl_->health = grpc::health::v1::Health::NewStub(impl_->channel);
   impl_->launcher = v1::Launcher::NewStub(impl_->channel);
   impl_->cache = v1::Cache::NewStub(impl_->channel);
+  impl_->diagnostics = v1::Diagnostics::NewStub(impl_->channel);
   impl_->options = options;
 }
 
@@ -316,6 +319,17 @@ Result<KeyExplanation> Client::explain(const ExplainSide& left, const ExplainSid
   for (const v1::KeyDifference& d : response.differences())
     out.differences.push_back({d.name(), d.left(), d.right(), d.present_left(), d.present_right()});
   return out;
+}
+
+Result<std::string> Client::echo(const std::string& payload) const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::EchoRequest request;
+  request.set_payload(payload);
+  v1::EchoResponse response;
+  grpc::Status status = impl_->diagnostics->Echo(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  return std::move(*response.mutable_payload());
 }
 
 Result<std::string> Client::health() const {

@@ -13,6 +13,7 @@
 
 #include "cache_service.h"
 #include "compiler_service.h"
+#include "diagnostics_service.h"
 #include "launch/cuda_driver.h"
 #include "launch_service.h"
 #include "kjit/socket_path.h"
@@ -89,6 +90,7 @@ Status Daemon::start() {
   if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
   launch_service_ = std::make_unique<LaunchService>(frontend, driver);
   cache_service_ = std::make_unique<CacheService>(frontend);
+  diagnostics_service_ = std::make_unique<DiagnosticsService>();
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -105,6 +107,7 @@ Status Daemon::start() {
   builder.RegisterService(compiler_service_.get());
   builder.RegisterService(launch_service_.get());
   builder.RegisterService(cache_service_.get());
+  builder.RegisterService(diagnostics_service_.get());
 
   server_ = builder.BuildAndStart();
   if (!server_) return make_error(ErrorCode::failed_precondition, "cannot listen on unix:" + socket_path_ +

@@ -18,6 +18,7 @@ namespace kjit {
 class CompilerService;
 class LaunchService;
 class CacheService;
+class DiagnosticsService;
 
 class Daemon {
  public:
@@ -38,6 +39,7 @@ class Daemon {
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<CacheService> cache_service_;
+  std::unique_ptr<DiagnosticsService> diagnostics_service_;
   std::unique_ptr<grpc::Server> server_;
   std::once_flag shutdown_once_;
 };

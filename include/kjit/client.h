@@ -186,6 +186,9 @@ class Client {
   // Why two requests (or keys) differ: their key components side by side.
   Result<KeyExplanation> explain(const ExplainSide& left, const ExplainSide& right) const;
 
+  // Sends payload and gets it back: the RPC floor, for benchmarks.
+  Result<std::string> echo(const std::string& payload) const;
+
   // "SERVING" when the daemon is up.
   Result<std::string> health() const;
 
