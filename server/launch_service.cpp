@@ -7,7 +7,7 @@
 
 #include "compile_translation.h"
 #include "convert/wire_convert.h"
-#include "launch/kernel_args.h"
+#include "kjit/kernel_args.h"
 #include "launch/plan_executor.h"
 #include "launch_translation.h"
 #include "metadata/ptx_reader.h"

@@ -1,5 +1,5 @@
 // Kernel argument packing and the --arg parser.
-#include "launch/kernel_args.h"
+#include "kjit/kernel_args.h"
 
 #include <bit>
 #include <cerrno>

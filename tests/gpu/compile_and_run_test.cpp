@@ -8,6 +8,7 @@
 #include "daemon_process.h"
 #include "driver_check.h"
 #include "kjit/client.h"
+#include "kjit/module.h"
 #include "test_kernels.h"
 
 namespace kjit::test {
@@ -78,6 +79,35 @@ TEST_F(DeviceTest, VectorAddRunsAndAddsCorrectly) {
   driver().mem_free(db);
   driver().mem_free(dc);
   driver().module_unload(module);
+}
+
+TEST_F(DeviceTest, ClientSideModuleLaunchesWithThePlan) {
+  CompileResult result = compile(k_vector_add);
+  auto module = Module::load(result);
+  ASSERT_TRUE(module) << module.error().message;
+  auto kernel = module->kernel("vector_add");
+  ASSERT_TRUE(kernel) << kernel.error().message;
+  int n = 4096;
+  std::vector<float> a(n, 1.5f), b(n, 2.0f), c(n, 0.0f);
+  CUdeviceptr da = 0, db = 0, dc = 0;
+  size_t bytes = n * sizeof(float);
+  CU_ASSERT(driver().mem_alloc(&da, bytes));
+  CU_ASSERT(driver().mem_alloc(&db, bytes));
+  CU_ASSERT(driver().mem_alloc(&dc, bytes));
+  CU_ASSERT(driver().memcpy_htod(da, a.data(), bytes));
+  CU_ASSERT(driver().memcpy_htod(db, b.data(), bytes));
+  KernelArgs args{KernelArg::pointer(da), KernelArg::pointer(db), KernelArg::pointer(dc), KernelArg::i32(n)};
+  LaunchConfig config;
+  config.grid = {static_cast<uint32_t>(n / 256), 1, 1};
+  config.block = {256, 1, 1};
+  auto plan = kernel->launch(config, args);
+  ASSERT_TRUE(plan) << plan.error().message;
+  CU_ASSERT(driver().ctx_synchronize());
+  CU_ASSERT(driver().memcpy_dtoh(c.data(), dc, bytes));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], 3.5f) << i;
+  driver().mem_free(da);
+  driver().mem_free(db);
+  driver().mem_free(dc);
 }
 
 TEST_F(DeviceTest, ReportedMetadataMatchesTheDriver) {

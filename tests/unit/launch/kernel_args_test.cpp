@@ -1,5 +1,5 @@
 // Kernel argument packing: offsets, bytes, params pointers, the --arg parser.
-#include "launch/kernel_args.h"
+#include "kjit/kernel_args.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "launch/kernel_args.h"
+#include "kjit/kernel_args.h"
 #include "launch/recording_driver.h"
 
 namespace kjit {
