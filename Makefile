@@ -36,7 +36,7 @@ build-asan/build.ninja:
 
 test-asan: deps build-asan/build.ninja
 	cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests
-	ctest --preset asan -j 2 -R '^(CompileTest|VectorAddPerTarget|TemplatePerTarget|BadInputTest|MissingToolkit|CliTest)'
+	ctest --preset asan -j 2 -L integration
 
 # Device tests (tests/gpu): need an NVIDIA GPU and driver; they skip without.
 test-gpu: build

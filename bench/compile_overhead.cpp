@@ -16,6 +16,7 @@
 #include "direct_compiler.h"
 #include "kjit/client.h"
 #include "kjitd_process.h"
+#include "bench_options.h"
 #include "sample_stats.h"
 #include "text_table.h"
 
@@ -31,11 +32,6 @@ constexpr double k_target_ratio = 1.10;
 constexpr unsigned k_sm = 90;
 constexpr std::string_view k_target = "cuda:90";
 
-struct BenchOptions {
-  int reps = k_default_reps;
-  bool help = false;
-};
-
 // Everything measured for one kernel, one entry per repetition.
 struct KernelSamples {
   std::vector<double> direct_ms, direct_nvrtc_ms, direct_nvjitlink_ms;
@@ -43,36 +39,6 @@ struct KernelSamples {
   std::vector<double> server_nvrtc_ms, server_nvjitlink_ms, server_metadata_ms, server_other_ms;
 };
 
-std::optional<BenchOptions> parse_args(int argc, char** argv) {
-  BenchOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      options.help = true;
-      continue;
-    }
-    std::string value;
-    if (arg == "--reps" && i + 1 < argc)
-      value = argv[++i];
-    else if (arg.starts_with("--reps="))
-      value = arg.substr(7);
-    else
-      return std::nullopt;
-    char* end = nullptr;
-    long reps = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || reps < 1 || reps > 100000) return std::nullopt;
-    options.reps = static_cast<int>(reps);
-  }
-  return options;
-}
-
-void print_usage(std::FILE* out, const char* program) {
-  std::fprintf(out,
-               "usage: %s [--reps N]\n"
-               "  Compiles a set of CUDA kernels in-process (NVRTC + nvJitLink) and through a kjitd it\n"
-               "  starts, and prints timing tables. --reps: repetitions per kernel and path (default %d).\n",
-               program, k_default_reps);
-}
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -306,11 +272,10 @@ Status run(const BenchOptions& options) {
 }  // namespace kjit::bench
 
 int main(int argc, char** argv) {
-  std::optional<kjit::bench::BenchOptions> options = kjit::bench::parse_args(argc, argv);
-  if (!options || options->help) {
-    kjit::bench::print_usage(options ? stdout : stderr, argv[0]);
-    return options ? 0 : 2;
-  }
+  int exit_code = 0;
+  std::optional<kjit::bench::BenchOptions> options =
+      kjit::bench::parse_bench_options(argc, argv, "Compiles a set of CUDA kernels in-process (NVRTC + nvJitLink) and through a kjitd it starts, and prints timing tables.", kjit::bench::k_default_reps, exit_code);
+  if (!options) return exit_code;
   kjit::Status status = kjit::bench::run(*options);
   if (!status) {
     std::fflush(stdout);

@@ -24,6 +24,7 @@
 #include "backends/nvjitlink/nvjitlink_stage.h"
 #include "backends/ptx/ptx_retarget.h"
 #include "pipeline/compile_pipeline.h"
+#include "bench_options.h"
 #include "sample_stats.h"
 #include "target/target.h"
 #include "text_table.h"
@@ -293,43 +294,6 @@ store_result:
   return kernels;
 }
 
-struct BenchOptions {
-  int reps = k_default_reps;
-  bool help = false;
-};
-
-std::optional<BenchOptions> parse_args(int argc, char** argv) {
-  BenchOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      options.help = true;
-      continue;
-    }
-    std::string value;
-    if (arg == "--reps" && i + 1 < argc)
-      value = argv[++i];
-    else if (arg.starts_with("--reps="))
-      value = arg.substr(7);
-    else
-      return std::nullopt;
-    char* end = nullptr;
-    long reps = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || reps < 1 || reps > 100000) return std::nullopt;
-    options.reps = static_cast<int>(reps);
-  }
-  return options;
-}
-
-void print_usage(std::FILE* out, const char* program) {
-  std::fprintf(out,
-               "usage: %s [--reps N]\n"
-               "  Compiles LLVM IR kernels to sm_90 cubins in-process three ways (the backend functions\n"
-               "  called directly, kjit's default pipeline, and that pipeline with %d no-op plugin\n"
-               "  passes) and prints per-stage times and the pipeline's overhead. --reps: repetitions\n"
-               "  per kernel and way (default %d).\n",
-               program, k_noop_passes, k_default_reps);
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -793,11 +757,10 @@ Status run_bench(const BenchOptions& options) {
 }  // namespace kjit::bench
 
 int main(int argc, char** argv) {
-  std::optional<kjit::bench::BenchOptions> options = kjit::bench::parse_args(argc, argv);
-  if (!options || options->help) {
-    kjit::bench::print_usage(options ? stdout : stderr, argv[0]);
-    return options ? 0 : 2;
-  }
+  int exit_code = 0;
+  std::optional<kjit::bench::BenchOptions> options =
+      kjit::bench::parse_bench_options(argc, argv, "Compiles LLVM IR kernels to sm_90 cubins in-process three ways (the backend functions called directly, kjit's default pipeline, and that pipeline with no-op plugin passes) and prints per-stage times and the pipeline's overhead.", kjit::bench::k_default_reps, exit_code);
+  if (!options) return exit_code;
   kjit::Status status = kjit::bench::run_bench(*options);
   if (!status) {
     std::fprintf(stderr, "kjit_bench_pipeline: %s\n", status.error().message.c_str());
