@@ -12,3 +12,4 @@ cmake --build build --target kjit_bench_compile kjit_bench_pipeline
 build/bin/kjit_bench_compile "$@"
 echo
 build/bin/kjit_bench_pipeline "$@"
+echo; cmake --build build --target kjit_bench_cache && build/bin/kjit_bench_cache  # its own options (--quick), not --reps

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
@@ -94,6 +95,14 @@ int main(int argc, char** argv) {
     daemon.shutdown();
   });
   daemon.wait();
+  // gRPC's own teardown can hang for seconds after heavy traffic (seen in
+  // grpc_iomgr_shutdown); the socket is gone and nothing is pending, so a
+  // watchdog bounds the exit instead of letting a restart wait on it.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }).detach();
   // wait() also returns after a shutdown not caused by a signal; wake the
   // signal thread so it can be joined.
   pthread_kill(signal_thread.native_handle(), SIGTERM);
