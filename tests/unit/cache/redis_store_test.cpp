@@ -4,7 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <thread>
+#include <vector>
 
 #include "redis_server.h"
 #include "sample_entries.h"
@@ -192,10 +198,46 @@ TEST_F(RedisStoreTest, OperationTimeoutBoundsAStalledServer) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 600ms);
 }
 
-TEST(RedisStore, ConnectTimeoutBoundsAnUnreachableServer) {
+// A loopback listener that never accepts, its accept queue filled so that a
+// further connect stalls in SYN retries: only the connect timeout ends it.
+// Everything stays on 127.0.0.1.
+class StalledListener {
+ public:
+  StalledListener() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    ::listen(listener_, 0);
+    socklen_t size = sizeof(address);
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size);
+    port_ = ntohs(address.sin_port);
+    for (int i = 0; i < 4; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+      fillers_.push_back(fd);
+    }
+  }
+  ~StalledListener() {
+    for (int fd : fillers_) ::close(fd);
+    ::close(listener_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::vector<int> fillers_;
+};
+
+TEST(RedisStore, ConnectTimeoutBoundsAnUnresponsiveServer) {
+  StalledListener stalled;
   RedisStore::Options o;
-  o.host = "10.255.255.1";  // unroutable: the connect can only time out
+  o.host = "127.0.0.1";
+  o.port = stalled.port();
   o.connect_timeout = 100ms;
+  o.operation_timeout = 200ms;
   RedisStore store(o);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(store.get(key_for(1)).ok());
