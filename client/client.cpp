@@ -13,10 +13,6 @@
 namespace kjit {
 namespace {
 
-// Must match server/status_mapping.h.
-constexpr const char* k_log_trailer = "kjit-log-bin";
-constexpr const char* k_message_trailer = "kjit-message-bin";
-
 ErrorCode from_grpc_code(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::INVALID_ARGUMENT: return ErrorCode::invalid_argument;

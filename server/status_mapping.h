@@ -4,15 +4,11 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
 
+#include "convert/wire_convert.h"  // k_log_trailer, k_message_trailer
 #include "kjit/status.h"
 
 namespace kjit {
 
-// Trailing metadata carrying the full compiler log, which can be far larger
-// than what fits in a status message; kjit clients read it from here.
-inline constexpr const char* k_log_trailer = "kjit-log-bin";
-// The status message alone, without the log excerpt appended to it.
-inline constexpr const char* k_message_trailer = "kjit-message-bin";
 
 grpc::StatusCode to_grpc_code(ErrorCode code);
 

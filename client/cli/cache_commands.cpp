@@ -54,10 +54,6 @@ Result<ExplainSide> side_of(const std::string& what, const CompileArgs& flags) {
   return side;
 }
 
-int usage(const std::string& message) {
-  std::fprintf(stderr, "kjit cache: %s\n", message.c_str());
-  return k_exit_usage;
-}
 
 int print_stats(const CacheStats& stats, bool json) {
   if (json) {
@@ -145,7 +141,7 @@ int run_cache(const CacheArgs& args, const std::string& socket_path) {
   }
   if (*args.gc) {
     std::optional<uint64_t> max = parse_size(args.max_size);
-    if (!max) return usage("--max-size takes bytes, optionally with K, M, G or T");
+    if (!max) return usage_error("cache", "--max-size takes bytes, optionally with K, M, G or T");
     Result<CacheGcResult> gc = client.cache_gc(*max);
     if (!gc) return report_error(gc.error(), socket_path);
     std::printf("removed %llu entries (%llu bytes); %llu entries, %llu bytes remain\n",
@@ -162,12 +158,12 @@ int run_cache(const CacheArgs& args, const std::string& socket_path) {
   }
   if (*args.explain) {
     Result<ExplainSide> left = side_of(args.left, args.compile);
-    if (!left) return usage(left.error().message);
+    if (!left) return usage_error("cache", left.error().message);
     CompileArgs right_flags = args.compile;
     if (!args.right_target.empty()) right_flags.target = args.right_target;
     right_flags.defines.insert(right_flags.defines.end(), args.right_defines.begin(), args.right_defines.end());
     Result<ExplainSide> right = side_of(args.right, right_flags);
-    if (!right) return usage(right.error().message);
+    if (!right) return usage_error("cache", right.error().message);
     Result<KeyExplanation> explanation = client.explain(*left, *right);
     if (!explanation) return report_error(explanation.error(), socket_path);
     if (args.json) {

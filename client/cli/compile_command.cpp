@@ -33,10 +33,6 @@ std::optional<InputKind> kind_of(const CompileArgs& args) {
   return std::nullopt;
 }
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "kjit compile: %s\n", message.c_str());
-  return k_exit_usage;
-}
 
 }  // namespace
 
@@ -101,7 +97,7 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
 
 int run_compile(const CompileArgs& args, const std::string& socket_path) {
   Result<CompileRequest> built = build_compile_request(args);
-  if (!built) return usage_error(built.error().message);
+  if (!built) return usage_error("compile", built.error().message);
   CompileRequest& request = built.value();
 
   auto start = std::chrono::steady_clock::now();
@@ -116,7 +112,7 @@ int run_compile(const CompileArgs& args, const std::string& socket_path) {
   if (output != "-") {
     std::ofstream out(output, std::ios::binary | std::ios::trunc);
     out.write(result->artifact.data(), static_cast<std::streamsize>(result->artifact.size()));
-    if (!out) return usage_error("cannot write " + output);
+    if (!out) return usage_error("compile", "cannot write " + output);
   }
 
   if (args.json) {

@@ -5,6 +5,11 @@
 
 namespace kjit::cli {
 
+int usage_error(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "kjit %s: %s\n", command.c_str(), message.c_str());
+  return k_exit_usage;
+}
+
 int report_error(const Error& error, const std::string& socket_path) {
   if (error.code == ErrorCode::unavailable) {
     std::fprintf(stderr,

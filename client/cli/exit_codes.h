@@ -1,6 +1,8 @@
 // The kjit CLI's exit codes: a contract scripts rely on.
 #pragma once
 
+#include <string>
+
 #include "kjit/status.h"
 
 namespace kjit::cli {
@@ -9,6 +11,9 @@ inline constexpr int k_exit_ok = 0;
 inline constexpr int k_exit_compile_error = 1;  // the daemon refused or failed the request
 inline constexpr int k_exit_usage = 2;          // bad flags, unreadable input file
 inline constexpr int k_exit_unreachable = 3;    // no daemon on the socket
+
+// Prints "kjit COMMAND: message" to stderr and returns k_exit_usage.
+int usage_error(const std::string& command, const std::string& message);
 
 // Prints the error (and its log) to stderr and returns the exit code for it.
 int report_error(const Error& error, const std::string& socket_path);

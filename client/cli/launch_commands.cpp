@@ -14,10 +14,6 @@
 namespace kjit::cli {
 namespace {
 
-int usage_error(const char* command, const std::string& message) {
-  std::fprintf(stderr, "kjit %s: %s\n", command, message.c_str());
-  return k_exit_usage;
-}
 
 // "256" or "256,2" or "8,8,4".
 std::optional<Dim3> parse_dims(const std::string& text) {

@@ -9,6 +9,11 @@
 
 namespace kjit {
 
+// Trailing metadata of a failed call: the full compiler log (larger than a
+// status message may be) and the message without the log excerpt.
+inline constexpr const char* k_log_trailer = "kjit-log-bin";
+inline constexpr const char* k_message_trailer = "kjit-message-bin";
+
 v1::InputKind to_proto(InputKind kind);
 std::optional<InputKind> from_proto(v1::InputKind kind);  // nullopt: unspecified/unknown
 

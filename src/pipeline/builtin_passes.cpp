@@ -13,18 +13,6 @@
 namespace kjit {
 namespace {
 
-std::string list_targets(const std::vector<uint32_t>& archs) {
-  std::string out;
-  for (uint32_t sm : archs) {
-    const ArchInfo* arch = find_arch(sm);
-    auto add = [&](std::string t) { out += (out.empty() ? "" : ", ") + t; };
-    add("cuda:" + std::to_string(sm));
-    if (arch && arch->has_arch_specific) add("cuda:" + std::to_string(sm) + "a");
-    if (arch && arch->has_family_specific) add("cuda:" + std::to_string(sm) + "f");
-  }
-  return out;
-}
-
 Result<PassOutput> run_nvrtc(PassContext& ctx, std::string_view source) {
   auto nvrtc = ctx.toolkit.nvrtc();
   if (!nvrtc) return nvrtc.error();
@@ -107,7 +95,7 @@ Status check_toolkit_supports(const CudaToolkit& toolkit, const Target& target) 
                         ") is not supported by the installed CUDA toolkit " + toolkit.version() + " at " +
                         toolkit.home() + "; " + target.sm_name() + " needs CUDA " + std::string(arch.min_cuda) +
                         " or newer (PTX ISA " + std::string(arch.min_ptx_isa) +
-                        "); targets this toolkit supports: " + list_targets(archs));
+                        "); targets this toolkit supports: " + describe_targets(archs));
 }
 
 void register_builtin_passes(PassRegistry& registry) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <vector>
 
 namespace kjit {
 namespace {
@@ -65,18 +66,25 @@ LlvmCodegenPlan llvm_codegen_plan(const Target& target) {
   return plan;
 }
 
-std::string describe_known_targets() {
+std::string describe_targets(std::span<const uint32_t> sms) {
   std::string out;
-  for (const ArchInfo& a : k_archs) {
+  for (uint32_t sm : sms) {
+    const ArchInfo* arch = find_arch(sm);
     auto add = [&](char suffix) {
       if (!out.empty()) out += ", ";
-      out += "cuda:" + with_suffix(a.sm, suffix);
+      out += "cuda:" + with_suffix(sm, suffix);
     };
     add('\0');
-    if (a.has_arch_specific) add('a');
-    if (a.has_family_specific) add('f');
+    if (arch && arch->has_arch_specific) add('a');
+    if (arch && arch->has_family_specific) add('f');
   }
   return out;
+}
+
+std::string describe_known_targets() {
+  std::vector<uint32_t> sms;
+  for (const ArchInfo& a : k_archs) sms.push_back(a.sm);
+  return describe_targets(sms);
 }
 
 Result<Target> parse_target(std::string_view text) {

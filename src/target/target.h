@@ -70,7 +70,9 @@ inline constexpr std::string_view k_llvm_max_ptx_feature = "+ptx85";
 // An unknown architecture or suffix is invalid_argument listing the known ones.
 Result<Target> parse_target(std::string_view text);
 
-// "cuda:75, cuda:80, ..., cuda:90a, ..." for error messages.
+// "cuda:75, cuda:80, ..., cuda:90a, ..." for error messages: the given SM
+// numbers with the suffixes the table knows for them, or every known target.
+std::string describe_targets(std::span<const uint32_t> sms);
 std::string describe_known_targets();
 
 }  // namespace kjit

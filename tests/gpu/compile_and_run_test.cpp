@@ -27,12 +27,7 @@ class DeviceTest : public ::testing::Test {
   }
   void SetUp() override {
     if (!driver().loaded) GTEST_SKIP() << driver().why_not;
-    int major = 0, minor = 0;
-    CUdevice device = 0;
-    driver().device_get(&device, 0);
-    driver().device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-    driver().device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-    target_ = "cuda:" + std::to_string(major * 10 + minor);
+    target_ = "cuda:" + std::to_string(device_sm());
   }
 
   CompileResult compile(const char* source) {

@@ -49,4 +49,13 @@ const Driver& driver() {
   return d;
 }
 
+int device_sm() {
+  int major = 0, minor = 0;
+  CUdevice device = 0;
+  driver().device_get(&device, 0);
+  driver().device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  driver().device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  return major * 10 + minor;
+}
+
 }  // namespace kjit::test

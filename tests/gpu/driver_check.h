@@ -34,4 +34,7 @@ struct Driver {
 // Loads the driver and makes device 0's primary context current.
 const Driver& driver();
 
+// Device 0's compute capability as an SM number (90 for 9.0); needs driver().loaded.
+int device_sm();
+
 }  // namespace kjit::test

@@ -58,12 +58,7 @@ class GpuLaunchTest : public ::testing::Test {
   }
   void SetUp() override {
     if (!driver().loaded) GTEST_SKIP() << driver().why_not;
-    int major = 0, minor = 0;
-    CUdevice device = 0;
-    driver().device_get(&device, 0);
-    driver().device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-    driver().device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-    sm_ = major * 10 + minor;
+    sm_ = device_sm();
   }
   KernelRef ref(const std::string& kernel) const {
     KernelRef r;
