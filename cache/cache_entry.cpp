@@ -1,24 +1,24 @@
 // Encoding and verification of cache entries (see cache_entry.h for the layout).
 #include "cache_entry.h"
 
-#include <openssl/evp.h>
+#include <xxhash.h>
 
-#include <array>
-#include <limits>
-#include <nlohmann/json.hpp>
+#include <algorithm>
+
+#include "cache/entry_metadata.pb.h"
 
 namespace kjit {
 namespace {
 
-using nlohmann::json;
-
-constexpr size_t k_digest_bytes = 32;
+constexpr size_t k_checksum_field_bytes = 32;
+constexpr size_t k_xxh128_bytes = sizeof(XXH128_canonical_t);
 constexpr size_t k_offset_version = 8;
 constexpr size_t k_offset_key_size = 12;
 constexpr size_t k_offset_metadata_size = 16;
 constexpr size_t k_offset_payload_size = 24;
-constexpr size_t k_offset_digest = 32;
-static_assert(k_offset_digest + k_digest_bytes == k_entry_header_bytes);
+constexpr size_t k_offset_checksum = 32;
+static_assert(k_offset_checksum + k_checksum_field_bytes == k_entry_header_bytes);
+static_assert(k_xxh128_bytes == 16);
 
 constexpr std::string_view k_corrupt_prefix = "corrupt entry: ";
 
@@ -39,135 +39,121 @@ T load_le(std::string_view bytes, size_t offset) {
   return value;
 }
 
-std::array<unsigned char, k_digest_bytes> sha256(std::string_view bytes) {
-  std::array<unsigned char, k_digest_bytes> digest{};
-  unsigned size = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest.data(), &size, EVP_sha256(), nullptr);
-  return digest;
+// Format 2's checksum field: the canonical XXH3-128 of `body`, zero-padded.
+std::string checksum_field(std::string_view body) {
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, XXH3_128bits(body.data(), body.size()));
+  std::string field(k_checksum_field_bytes, '\0');
+  std::copy_n(reinterpret_cast<const char*>(canonical.digest), k_xxh128_bytes, field.begin());
+  return field;
 }
 
-json dim3_to_json(const Dim3& d) {
-  return json::array({d.x, d.y, d.z});
+void to_proto(const Dim3& d, cache::Dim3& out) {
+  out.set_x(d.x);
+  out.set_y(d.y);
+  out.set_z(d.z);
 }
 
-json kernel_to_json(const KernelInfo& k) {
-  return json{{"name", k.name},
-              {"lowered_name", k.lowered_name},
-              {"registers", k.registers},
-              {"static_shared_bytes", k.static_shared_bytes},
-              {"shared_section_bytes", k.shared_section_bytes},
-              {"local_bytes", k.local_bytes},
-              {"max_threads_per_block", k.max_threads_per_block},
-              {"required_threads", dim3_to_json(k.required_threads)},
-              {"cluster_dims", dim3_to_json(k.cluster_dims)},
-              {"max_registers", k.max_registers},
-              {"param_bytes", k.param_bytes}};
-}
+Dim3 from_proto(const cache::Dim3& d) { return Dim3{d.x(), d.y(), d.z()}; }
 
-std::string metadata_json(const CacheEntry& entry) {
+std::string metadata_bytes(const CacheEntry& entry) {
   const Artifact& a = entry.artifact;
-  json kernels = json::array();
-  for (const KernelInfo& k : a.kernels) kernels.push_back(kernel_to_json(k));
-  json timings = json::array();
-  for (const StageTiming& t : a.timings) {
-    json passes = json::array();
-    for (const PassTiming& p : t.passes) passes.push_back(json{{"pass", p.pass}, {"ms", p.ms}});
-    timings.push_back(json{{"stage", t.stage}, {"ms", t.ms}, {"passes", std::move(passes)}});
+  cache::EntryMetadata meta;
+  meta.set_kind(std::string(to_string(a.kind)));
+  meta.set_target(a.target);
+  for (const KernelInfo& k : a.kernels) {
+    cache::Kernel& out = *meta.add_kernels();
+    out.set_name(k.name);
+    out.set_lowered_name(k.lowered_name);
+    out.set_registers(k.registers);
+    out.set_static_shared_bytes(k.static_shared_bytes);
+    out.set_shared_section_bytes(k.shared_section_bytes);
+    out.set_local_bytes(k.local_bytes);
+    out.set_max_threads_per_block(k.max_threads_per_block);
+    to_proto(k.required_threads, *out.mutable_required_threads());
+    to_proto(k.cluster_dims, *out.mutable_cluster_dims());
+    out.set_max_registers(k.max_registers);
+    out.set_param_bytes(k.param_bytes);
   }
-  json key_components = json::array();
-  for (const KeyComponent& c : a.key_components) key_components.push_back(json{{"name", c.name}, {"value", c.value}});
-  json meta{{"kind", std::string(to_string(a.kind))},
-            {"target", a.target},
-            {"kernels", std::move(kernels)},
-            {"lowered_names", a.lowered_names},
-            {"timings", std::move(timings)},
-            {"log", a.log},
-            {"key", a.key},
-            {"key_components", std::move(key_components)},
-            {"pipeline", a.pipeline},
-            {"notes", a.notes},
-            {"compile_ms", entry.compile_ms},
-            {"created_unix", entry.created_unix}};
-  // Compiler logs are not guaranteed to be UTF-8; replacing bad sequences
-  // keeps encoding infallible (nlohmann throws on them by default).
-  return meta.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// The reads below throw nlohmann::json::exception on a missing field or a
-// wrong type; decode_entry turns that into a corrupt-entry error.
-uint32_t read_u32(const json& j, const char* field) {
-  const json& v = j.at(field);
-  if (!v.is_number_unsigned() || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max())
-    throw json::type_error::create(302, std::string(field) + " is not a u32", &v);
-  return v.get<uint32_t>();
-}
-
-Dim3 read_dim3(const json& j, const char* field) {
-  const json& v = j.at(field);
-  if (!v.is_array() || v.size() != 3) throw json::type_error::create(302, std::string(field) + " is not a dim3", &v);
-  auto component = [&](size_t i) {
-    if (!v[i].is_number_unsigned() || v[i].get<uint64_t>() > std::numeric_limits<uint32_t>::max())
-      throw json::type_error::create(302, std::string(field) + " component is not a u32", &v);
-    return v[i].get<uint32_t>();
-  };
-  return Dim3{component(0), component(1), component(2)};
-}
-
-KernelInfo kernel_from_json(const json& j) {
-  KernelInfo k;
-  k.name = j.at("name").get<std::string>();
-  k.lowered_name = j.at("lowered_name").get<std::string>();
-  k.registers = read_u32(j, "registers");
-  k.static_shared_bytes = read_u32(j, "static_shared_bytes");
-  k.shared_section_bytes = read_u32(j, "shared_section_bytes");
-  k.local_bytes = read_u32(j, "local_bytes");
-  k.max_threads_per_block = read_u32(j, "max_threads_per_block");
-  k.required_threads = read_dim3(j, "required_threads");
-  k.cluster_dims = read_dim3(j, "cluster_dims");
-  k.max_registers = read_u32(j, "max_registers");
-  k.param_bytes = read_u32(j, "param_bytes");
-  return k;
+  for (const auto& [expression, symbol] : a.lowered_names) {
+    cache::LoweredName& out = *meta.add_lowered_names();
+    out.set_expression(expression);
+    out.set_symbol(symbol);
+  }
+  for (const StageTiming& t : a.timings) {
+    cache::StageTiming& out = *meta.add_timings();
+    out.set_stage(t.stage);
+    out.set_ms(t.ms);
+    for (const PassTiming& p : t.passes) {
+      cache::PassTiming& pass = *out.add_passes();
+      pass.set_pass(p.pass);
+      pass.set_ms(p.ms);
+    }
+  }
+  meta.set_log(a.log);
+  meta.set_key(a.key);
+  for (const KeyComponent& c : a.key_components) {
+    cache::KeyComponent& out = *meta.add_key_components();
+    out.set_name(c.name);
+    out.set_value(c.value);
+  }
+  meta.set_pipeline(a.pipeline);
+  for (const std::string& note : a.notes) meta.add_notes(note);
+  meta.set_compile_ms(entry.compile_ms);
+  meta.set_created_unix(entry.created_unix);
+  return meta.SerializeAsString();
 }
 
 Result<CacheEntry> entry_from_metadata(std::string_view metadata, std::string key, std::string_view payload) {
-  json meta = json::parse(metadata, nullptr, /*allow_exceptions=*/false);
-  if (meta.is_discarded() || !meta.is_object()) return corrupt("metadata is not a JSON object");
-  try {
-    CacheEntry entry;
-    entry.key = std::move(key);
-    Artifact& a = entry.artifact;
-    std::optional<ArtifactKind> kind = parse_artifact_kind(meta.at("kind").get<std::string>());
-    if (!kind) return corrupt("unknown artifact kind");
-    a.kind = *kind;
-    a.target = meta.at("target").get<std::string>();
-    for (const json& k : meta.at("kernels")) a.kernels.push_back(kernel_from_json(k));
-    a.lowered_names = meta.at("lowered_names").get<std::map<std::string, std::string>>();
-    for (const json& t : meta.at("timings")) {
-      StageTiming& timing = a.timings.emplace_back();
-      timing.stage = t.at("stage").get<std::string>();
-      timing.ms = t.at("ms").get<double>();
-      for (const json& p : t.at("passes"))
-        timing.passes.push_back(PassTiming{p.at("pass").get<std::string>(), p.at("ms").get<double>()});
-    }
-    a.log = meta.at("log").get<std::string>();
-    a.key = meta.at("key").get<std::string>();
-    for (const json& c : meta.at("key_components"))
-      a.key_components.push_back(KeyComponent{c.at("name").get<std::string>(), c.at("value").get<std::string>()});
-    a.pipeline = meta.at("pipeline").get<std::string>();
-    a.notes = meta.at("notes").get<std::vector<std::string>>();
-    a.bytes.assign(payload);
-    entry.compile_ms = meta.at("compile_ms").get<double>();
-    entry.created_unix = meta.at("created_unix").get<int64_t>();
-    return entry;
-  } catch (const json::exception& e) {
-    return corrupt(std::string("metadata: ") + e.what());
+  cache::EntryMetadata meta;
+  if (!meta.ParseFromArray(metadata.data(), static_cast<int>(metadata.size())))
+    return corrupt("metadata does not parse");
+  std::optional<ArtifactKind> kind = parse_artifact_kind(meta.kind());
+  if (!kind) return corrupt("unknown artifact kind '" + meta.kind() + "'");
+  CacheEntry entry;
+  entry.key = std::move(key);
+  entry.compile_ms = meta.compile_ms();
+  entry.created_unix = meta.created_unix();
+  Artifact& a = entry.artifact;
+  a.kind = *kind;
+  a.target = std::move(*meta.mutable_target());
+  a.kernels.reserve(meta.kernels_size());
+  for (cache::Kernel& k : *meta.mutable_kernels()) {
+    KernelInfo& out = a.kernels.emplace_back();
+    out.name = std::move(*k.mutable_name());
+    out.lowered_name = std::move(*k.mutable_lowered_name());
+    out.registers = k.registers();
+    out.static_shared_bytes = k.static_shared_bytes();
+    out.shared_section_bytes = k.shared_section_bytes();
+    out.local_bytes = k.local_bytes();
+    out.max_threads_per_block = k.max_threads_per_block();
+    out.required_threads = from_proto(k.required_threads());
+    out.cluster_dims = from_proto(k.cluster_dims());
+    out.max_registers = k.max_registers();
+    out.param_bytes = k.param_bytes();
   }
+  for (cache::LoweredName& n : *meta.mutable_lowered_names())
+    a.lowered_names.emplace(std::move(*n.mutable_expression()), std::move(*n.mutable_symbol()));
+  for (cache::StageTiming& t : *meta.mutable_timings()) {
+    StageTiming& out = a.timings.emplace_back();
+    out.stage = std::move(*t.mutable_stage());
+    out.ms = t.ms();
+    for (cache::PassTiming& p : *t.mutable_passes()) out.passes.push_back(PassTiming{std::move(*p.mutable_pass()), p.ms()});
+  }
+  a.log = std::move(*meta.mutable_log());
+  a.key = std::move(*meta.mutable_key());
+  for (cache::KeyComponent& c : *meta.mutable_key_components())
+    a.key_components.push_back(KeyComponent{std::move(*c.mutable_name()), std::move(*c.mutable_value())});
+  a.pipeline = std::move(*meta.mutable_pipeline());
+  for (std::string& note : *meta.mutable_notes()) a.notes.push_back(std::move(note));
+  a.bytes.assign(payload);
+  return entry;
 }
 
 }  // namespace
 
 std::string encode_entry(const CacheEntry& entry) {
-  const std::string metadata = metadata_json(entry);
+  const std::string metadata = metadata_bytes(entry);
   const std::string& payload = entry.artifact.bytes;
   std::string out(k_entry_header_bytes, '\0');
   out.reserve(k_entry_header_bytes + entry.key.size() + metadata.size() + payload.size());
@@ -177,12 +163,11 @@ std::string encode_entry(const CacheEntry& entry) {
   store_le<uint64_t>(out, k_offset_metadata_size, metadata.size());
   store_le<uint64_t>(out, k_offset_payload_size, payload.size());
   out += entry.key;
-  const size_t body_offset = out.size();
   out += metadata;
   out += payload;
-  // Metadata and payload are contiguous, so one pass hashes both.
-  auto digest = sha256(std::string_view(out).substr(body_offset));
-  out.replace(k_offset_digest, k_digest_bytes, reinterpret_cast<const char*>(digest.data()), k_digest_bytes);
+  // Key, metadata and payload are contiguous, so one pass covers all three.
+  out.replace(k_offset_checksum, k_checksum_field_bytes,
+              checksum_field(std::string_view(out).substr(k_entry_header_bytes)));
   return out;
 }
 
@@ -206,11 +191,9 @@ Result<CacheEntry> decode_entry(std::string_view bytes, std::string_view expecte
 
   std::string_view key = bytes.substr(k_entry_header_bytes, key_size);
   if (!expected_key.empty() && key != expected_key) return corrupt("holds another key");
-  std::string_view body = bytes.substr(k_entry_header_bytes + key_size);
-  auto digest = sha256(body);
-  if (bytes.substr(k_offset_digest, k_digest_bytes) !=
-      std::string_view(reinterpret_cast<const char*>(digest.data()), k_digest_bytes))
+  if (bytes.substr(k_offset_checksum, k_checksum_field_bytes) != checksum_field(bytes.substr(k_entry_header_bytes)))
     return corrupt("checksum mismatch");
+  const std::string_view body = bytes.substr(k_entry_header_bytes + key_size);
   return entry_from_metadata(body.substr(0, metadata_size), std::string(key), body.substr(metadata_size));
 }
 

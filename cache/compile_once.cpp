@@ -5,6 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -36,6 +39,63 @@ int64_t now_unix() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// Keeps a held lease from expiring while its compile runs: a thread extends
+// it every interval until this object is destroyed, which wakes the thread at
+// once and joins it, so renewal ends with the compile, not an interval later.
+class LeaseRenewal {
+ public:
+  LeaseRenewal(RedisStore& leases, std::string key, std::string owner, std::chrono::milliseconds ttl,
+               std::chrono::milliseconds interval)
+      : leases_(leases),
+        key_(std::move(key)),
+        owner_(std::move(owner)),
+        ttl_(ttl),
+        interval_(interval),
+        thread_([this] { renew_until_stopped(); }) {}
+
+  ~LeaseRenewal() {
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  LeaseRenewal(const LeaseRenewal&) = delete;
+  LeaseRenewal& operator=(const LeaseRenewal&) = delete;
+
+ private:
+  void renew_until_stopped() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, interval_, [this] { return stopped_; })) {
+      // Unlocked during the round trip so the destructor never waits on the
+      // mutex, only on this one call (bounded by the operation timeout).
+      lock.unlock();
+      Status extended = leases_.extend_lease(key_, owner_, ttl_);
+      lock.lock();
+      if (extended) continue;
+      if (extended.error().code == ErrorCode::not_found) {
+        // Expired or taken over: renewing can no longer keep others out.
+        spdlog::info("cache: lost the lease on {} during its compile; another daemon may compile it too", key_);
+        return;
+      }
+      // Redis failing: the lease may still have time left, so keep trying.
+      spdlog::debug("cache: lease on {} not renewed ({}); retrying", key_, extended.error().message);
+    }
+  }
+
+  RedisStore& leases_;
+  const std::string key_;
+  const std::string owner_;
+  const std::chrono::milliseconds ttl_;
+  const std::chrono::milliseconds interval_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopped_ = false;
+  std::thread thread_;  // last: it starts once every member it reads exists
+};
+
 }  // namespace
 
 std::string_view to_string(CacheSource source) {
@@ -55,6 +115,8 @@ std::string_view to_string(CacheSource source) {
 CompileOnce::CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<RedisStore> leases, Options options)
     : cache_(std::move(cache)), leases_(std::move(leases)), options_(std::move(options)) {
   if (options_.owner.empty()) options_.owner = default_owner();
+  if (options_.lease_renew_interval <= std::chrono::milliseconds::zero())
+    options_.lease_renew_interval = std::max(options_.lease_ttl / 3, std::chrono::milliseconds(1));
 }
 
 std::optional<CacheOutcome> CompileOnce::lookup(const std::string& key, bool waited) {
@@ -88,12 +150,7 @@ Result<CacheOutcome> CompileOnce::lead(const std::string& key, const Compile& co
       case LeaseOutcome::unavailable:
         return compile_and_put(key, compile);
       case LeaseOutcome::acquired: {
-        // Another daemon may have finished and released just before we
-        // took the lease: its entry is already in Redis.
-        Result<bool> published = leases_->contains(key);
-        std::optional<CacheOutcome> hit;
-        if (published && *published) hit = lookup(key, waited);
-        Result<CacheOutcome> outcome = hit ? Result<CacheOutcome>(*std::move(hit)) : compile_and_put(key, compile);
+        Result<CacheOutcome> outcome = compile_holding_lease(key, owner, compile, waited);
         if (Status released = leases_->release_lease(key, owner); !released)
           spdlog::debug("cache: lease on {} not released ({}); it expires by itself", key, released.error().message);
         return outcome;
@@ -125,6 +182,20 @@ Result<CacheOutcome> CompileOnce::lead(const std::string& key, const Compile& co
     // Released without an entry (its compile failed) or expired: take the
     // lease ourselves.
   }
+}
+
+Result<CacheOutcome> CompileOnce::compile_holding_lease(const std::string& key, const std::string& owner,
+                                                        const Compile& compile, bool waited) {
+  // Renewed for as long as this function runs, however long the compile
+  // takes; stopped on return, before the caller releases the lease.
+  LeaseRenewal renewal(*leases_, key, owner, options_.lease_ttl, options_.lease_renew_interval);
+  // Another daemon may have finished and released just before we took the
+  // lease: its entry is already in Redis.
+  Result<bool> published = leases_->contains(key);
+  if (published && *published) {
+    if (std::optional<CacheOutcome> hit = lookup(key, waited)) return *std::move(hit);
+  }
+  return compile_and_put(key, compile);
 }
 
 Result<CacheOutcome> CompileOnce::compile_and_put(const std::string& key, const Compile& compile) {

@@ -1,7 +1,7 @@
 // Get-or-compile with one compile per key: in-process waiters share a
 // single flight, and across daemons sharing Redis a lease lets one daemon
-// compile while the others poll for its result (bounded, then compile
-// themselves).
+// compile, renewing the lease while it does, and the others poll for its
+// result (bounded, then compile themselves).
 #pragma once
 
 #include <atomic>
@@ -39,9 +39,14 @@ struct CompileOnceStats {
 class CompileOnce {
  public:
   struct Options {
-    // Longer than any compile should take: a compile that outlives its lease
-    // lets a second daemon start the same compile (wasted work, not an error).
+    // How long a lease outlives a daemon that stopped renewing it (crashed,
+    // or lost Redis): the holder renews it while its compile runs, so this
+    // need not exceed the compile time, only bound how long a dead holder
+    // keeps other daemons waiting.
     std::chrono::milliseconds lease_ttl{120'000};
+    // How often the holder extends its lease back to lease_ttl; 0 picks
+    // lease_ttl / 3, so one failed renewal still leaves the lease alive.
+    std::chrono::milliseconds lease_renew_interval{0};
     std::chrono::milliseconds max_wait{60'000};
     std::chrono::milliseconds poll_interval{50};
     std::string owner{};  // lease owner prefix; empty picks "<host>:<pid>:<random>"
@@ -62,6 +67,8 @@ class CompileOnce {
 
  private:
   Result<CacheOutcome> lead(const std::string& key, const Compile& compile);
+  Result<CacheOutcome> compile_holding_lease(const std::string& key, const std::string& owner, const Compile& compile,
+                                             bool waited);
   Result<CacheOutcome> compile_and_put(const std::string& key, const Compile& compile);
   std::optional<CacheOutcome> lookup(const std::string& key, bool waited);
 

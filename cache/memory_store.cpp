@@ -78,11 +78,19 @@ uint64_t MemoryStore::footprint(const CacheEntry& entry) {
 }
 
 std::shared_ptr<const CacheEntry> MemoryStore::find(std::string_view key) {
+  return find_counting(key, /*count_miss=*/true);
+}
+
+std::shared_ptr<const CacheEntry> MemoryStore::find_if_present(std::string_view key) {
+  return find_counting(key, /*count_miss=*/false);
+}
+
+std::shared_ptr<const CacheEntry> MemoryStore::find_counting(std::string_view key, bool count_miss) {
   Shard& shard = shard_for(key);
   std::lock_guard lock(shard.mutex);
   auto it = shard.index.find(key);
   if (it == shard.index.end()) {
-    ++shard.misses;
+    if (count_miss) ++shard.misses;
     return nullptr;
   }
   ++shard.hits;

@@ -34,6 +34,9 @@ class MemoryStore final : public Store {
   // and immutable, or nullptr on a miss. Counts like get().
   std::shared_ptr<const CacheEntry> find(std::string_view key);
 
+  // find() that counts only a hit: for a fast path whose miss is counted by
+  // the full lookup that follows it.
+  std::shared_ptr<const CacheEntry> find_if_present(std::string_view key);
   // find() without counting or refreshing recency.
   std::shared_ptr<const CacheEntry> peek(std::string_view key) const;
 
@@ -47,6 +50,7 @@ class MemoryStore final : public Store {
  private:
   struct Shard;
   Shard& shard_for(std::string_view key) const;
+  std::shared_ptr<const CacheEntry> find_counting(std::string_view key, bool count_miss);
 
   Options options_;
   uint64_t shard_max_bytes_;

@@ -15,6 +15,10 @@ namespace {
 // one script so no other daemon can take the lease in between.
 constexpr const char* k_release_script =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+// Extends the lease only while it still names the caller, for the same
+// reason; returns 1 when extended, 0 when the lease is gone or not ours.
+constexpr const char* k_extend_script =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
 constexpr const char* k_list_batch = "1000";
 
 timeval to_timeval(std::chrono::milliseconds ms) {
@@ -82,12 +86,16 @@ std::string RedisStore::address() const {
   return options_.host.starts_with('/') ? options_.host : options_.host + ":" + std::to_string(options_.port);
 }
 
+std::string RedisStore::namespace_prefix() const {
+  return options_.key_prefix + "v" + std::to_string(k_entry_format_version) + ":";
+}
+
 std::string RedisStore::entry_key(std::string_view key) const {
-  return options_.key_prefix + "entry:" + std::string(key);
+  return namespace_prefix() + "entry:" + std::string(key);
 }
 
 std::string RedisStore::lease_key(std::string_view key) const {
-  return options_.key_prefix + "lease:" + std::string(key);
+  return namespace_prefix() + "lease:" + std::string(key);
 }
 
 Result<RedisStore::ContextPtr> RedisStore::connect() {
@@ -195,7 +203,14 @@ Result<std::vector<RedisStore::Reply>> RedisStore::run(const std::vector<std::ve
 }
 
 Result<std::optional<CacheEntry>> RedisStore::get(std::string_view key) {
-  Result<std::vector<Reply>> replies = run({{"GET", entry_key(key)}});
+  // EXPIRE rides in the same pipeline as GET, so refreshing a hit costs no
+  // round trip; on a miss it is a no-op and creates nothing. (GETEX would do
+  // both in one command but needs Redis 6.2.) Its reply is not checked: a
+  // refresh that fails (say, on a read-only replica) only leaves the entry
+  // expiring when it would have anyway, and must not turn a hit into an error.
+  const std::string stored_key = entry_key(key);
+  Result<std::vector<Reply>> replies =
+      run({{"GET", stored_key}, {"EXPIRE", stored_key, std::to_string(options_.ttl.count())}});
   if (!replies) return replies.error();
   const Reply& reply = replies->front();
   if (reply.type == REDIS_REPLY_NIL) {
@@ -210,7 +225,7 @@ Result<std::optional<CacheEntry>> RedisStore::get(std::string_view key) {
   if (!entry) {
     ++corruptions_;
     ++misses_;
-    (void)run({{"DEL", entry_key(key)}});
+    (void)run({{"DEL", stored_key}});
     return std::optional<CacheEntry>();
   }
   ++hits_;
@@ -312,6 +327,21 @@ Status RedisStore::release_lease(std::string_view key, std::string_view owner) {
     ++errors_;
     return make_error(ErrorCode::internal, "redis EVAL: " + replies->front().str);
   }
+  return Ok{};
+}
+
+Status RedisStore::extend_lease(std::string_view key, std::string_view owner, std::chrono::milliseconds ttl) {
+  Result<std::vector<Reply>> replies =
+      run({{"EVAL", k_extend_script, "1", lease_key(key), std::string(owner), std::to_string(ttl.count())}});
+  if (!replies) return replies.error();
+  const Reply& reply = replies->front();
+  if (reply.type != REDIS_REPLY_INTEGER) {
+    ++errors_;
+    return make_error(ErrorCode::internal, "redis EVAL: " + (reply.is_error() ? reply.str : "unexpected reply"));
+  }
+  if (reply.integer == 0)
+    return make_error(ErrorCode::not_found,
+                      "lease on " + std::string(key) + " is no longer held by " + std::string(owner));
   return Ok{};
 }
 

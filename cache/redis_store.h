@@ -1,6 +1,7 @@
-// The Redis tier, shared by a fleet of daemons: entries with a time-to-live,
-// bounded connect and operation times, a circuit breaker that skips Redis
-// while it is down, and leases (SET NX PX) for one compile across daemons.
+// The Redis tier, shared by a fleet of daemons: entries with a time-to-live
+// that every hit renews, bounded connect and operation times, a circuit
+// breaker that skips Redis while it is down, and leases (SET NX PX, renewable
+// by their owner) for one compile across daemons.
 //
 // Thread-safe: each operation borrows a connection from a small pool of idle
 // connections (a new one is made when none is idle), so threads never share
@@ -33,10 +34,14 @@ class RedisStore final : public Store {
   struct Options {
     std::string host = "127.0.0.1";  // a path starting with '/' means a unix socket
     int port = 6379;
+    // An entry expires this long after its last put or Redis hit.
     std::chrono::seconds ttl{7 * 24 * 3600};
     std::chrono::milliseconds connect_timeout{200};
     std::chrono::milliseconds operation_timeout{500};
-    // Namespace of every key kjit writes: "<prefix>entry:<key>", "<prefix>lease:<key>".
+    // Namespace of every key kjit writes: "<prefix>v<format>:entry:<key>" and
+    // "<prefix>v<format>:lease:<key>", <format> being k_entry_format_version:
+    // kjit versions sharing one Redis never read (and remove as corrupt)
+    // each other's entries, nor wait on each other's compiles.
     std::string key_prefix = "kjit:";
     size_t max_idle_connections = 8;
     CircuitBreaker::Options breaker;
@@ -47,6 +52,8 @@ class RedisStore final : public Store {
   ~RedisStore() override;
 
   std::string_view name() const override { return "redis"; }
+  // A hit also resets the entry's expiry to options.ttl, in the same round
+  // trip, so an entry still in use does not expire ttl after it was written.
   Result<std::optional<CacheEntry>> get(std::string_view key) override;
   // SET with EX options.ttl.
   Status put(const CacheEntry& entry) override;
@@ -66,8 +73,17 @@ class RedisStore final : public Store {
   // been taken by another daemon, whose lease must survive).
   Status release_lease(std::string_view key, std::string_view owner);
 
+  // Resets the lease's expiry to ttl from now, only while owner still holds
+  // it: a not_found Error when it has expired or another daemon holds it
+  // (nothing is changed then), another Error when Redis failed.
+  Status extend_lease(std::string_view key, std::string_view owner, std::chrono::milliseconds ttl);
+
   // The current holder of the lease on key, std::nullopt when nobody holds it.
   Result<std::optional<std::string>> lease_holder(std::string_view key);
+
+  // The Redis keys of an entry and of its lease.
+  std::string entry_key(std::string_view key) const;
+  std::string lease_key(std::string_view key) const;
 
   // True while requests are being skipped because Redis was failing.
   bool breaker_open() const { return breaker_.is_open(); }
@@ -85,8 +101,7 @@ class RedisStore final : public Store {
   Result<ContextPtr> connect();
   void return_connection(ContextPtr context);
   void drop_idle_connections();
-  std::string entry_key(std::string_view key) const;
-  std::string lease_key(std::string_view key) const;
+  std::string namespace_prefix() const;
   std::string address() const;
 
   Options options_;

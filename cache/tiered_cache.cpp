@@ -70,9 +70,22 @@ std::optional<CacheHit> TieredCache::get(std::string_view key) {
     ++misses_;
     return std::nullopt;
   }
-  ++counters_[index_of(hit->tier)].answered;
-  compile_us_saved_ += static_cast<int64_t>(hit->entry->compile_ms * 1000);
+  count_hit(*hit);
   return hit;
+}
+
+std::optional<CacheHit> TieredCache::get_from_memory(std::string_view key) {
+  if (!memory_) return std::nullopt;
+  std::shared_ptr<const CacheEntry> entry = memory_->find_if_present(key);
+  if (!entry) return std::nullopt;
+  CacheHit hit{std::move(entry), CacheTier::memory};
+  count_hit(hit);
+  return hit;
+}
+
+void TieredCache::count_hit(const CacheHit& hit) {
+  ++counters_[index_of(hit.tier)].answered;
+  compile_us_saved_ += static_cast<int64_t>(hit.entry->compile_ms * 1000);
 }
 
 void TieredCache::put_below_memory(const CacheEntry& entry, size_t up_to_tier) {

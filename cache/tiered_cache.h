@@ -56,6 +56,10 @@ class TieredCache {
   // The first tier holding key, after filling the tiers above it; nullopt
   // when none does (or every tier that might failed).
   std::optional<CacheHit> get(std::string_view key);
+  // The memory tier alone, counted as get() counts a memory hit; a miss is
+  // not counted, so that the get() which follows it counts the lookup once.
+  // Never blocks on I/O: the daemon answers memory hits on gRPC's threads.
+  std::optional<CacheHit> get_from_memory(std::string_view key);
 
   // Writes entry to every tier; returns it as the memory tier now shares it.
   std::shared_ptr<const CacheEntry> put(CacheEntry entry);
@@ -80,6 +84,7 @@ class TieredCache {
   };
 
   void put_below_memory(const CacheEntry& entry, size_t up_to_tier);
+  void count_hit(const CacheHit& hit);
   void note_failure(CacheTier tier, std::string_view operation, const Error& error);
 
   std::shared_ptr<MemoryStore> memory_;

@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   libssl-dev libgtest-dev libgmock-dev
-  llvm-19-dev libhiredis-dev redis-server
+  llvm-19-dev libhiredis-dev libxxhash-dev redis-server
 )
 
 missing=()

@@ -1,6 +1,6 @@
 // One compile per key: 32 concurrent cold requests in one daemon, two
-// daemons sharing Redis, and the bounded wait on a lease that is never
-// released.
+// daemons sharing Redis, a compile outliving its lease's TTL, and the
+// bounded wait on a lease that is never released.
 #include "cache/compile_once.h"
 
 #include <gtest/gtest.h>
@@ -137,6 +137,51 @@ TEST_F(CompileOnceFleetTest, TwoDaemonsSharingRedisCompileOnce) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(a.once->stats().fleet_waits + b.once->stats().fleet_waits, 1u);
   EXPECT_EQ(a.redis->lease_holder(key_for(1)).value(), std::nullopt);  // released
+}
+
+// Without renewal the 300 ms lease would expire during the 1.2 s compile and
+// the second daemon would take it and compile too.
+TEST_F(CompileOnceFleetTest, CompileLongerThanTheLeaseTtlStillRunsOnce) {
+  test::TempDir dir_a, dir_b;
+  const CompileOnce::Options options{.lease_ttl = 300ms, .poll_interval = 20ms};
+  Daemon a = daemon(dir_a.path(), options);
+  Daemon b = daemon(dir_b.path(), options);
+  std::atomic<int> compiles{0};
+  const CompileOnce::Compile long_compile = slow_compile(compiles, 1200ms);
+  std::latch a_compiling(1);
+  Result<CacheOutcome> a_result = Error{};
+  std::thread first([&] {
+    a_result = a.once->get_or_compile(key_for(1), [&]() -> Result<CacheEntry> {
+      a_compiling.count_down();
+      return long_compile();
+    });
+  });
+  a_compiling.wait();  // a holds the lease from here until its compile returns
+  Result<CacheOutcome> b_result = b.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  first.join();
+
+  EXPECT_EQ(compiles.load(), 1);
+  ASSERT_TRUE(a_result.ok()) << a_result.error().message;
+  EXPECT_EQ(a_result->source, CacheSource::compiled);
+  ASSERT_TRUE(b_result.ok()) << b_result.error().message;
+  EXPECT_EQ(b_result->source, CacheSource::redis);
+  EXPECT_TRUE(b_result->waited);
+  EXPECT_EQ(b_result->entry->artifact.bytes, "the one cubin");
+  EXPECT_EQ(b.once->stats().fleet_waits, 1u);
+  EXPECT_EQ(b.once->stats().lease_timeouts, 0u);
+  EXPECT_EQ(a.redis->lease_holder(key_for(1)).value(), std::nullopt);  // released
+}
+
+TEST_F(CompileOnceFleetTest, LeaseRenewalStopsWhenTheCompileReturns) {
+  test::TempDir dir;
+  Daemon d = daemon(dir.path(), {.lease_ttl = 60s, .poll_interval = 20ms});  // renews every 20 s
+  std::atomic<int> compiles{0};
+  const auto start = std::chrono::steady_clock::now();
+  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  ASSERT_TRUE(r.ok());
+  // A renewer that slept out its interval before noticing would take 20 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(d.redis->lease_holder(key_for(1)).value(), std::nullopt);
 }
 
 TEST_F(CompileOnceFleetTest, ExpiredLeaseOfACrashedDaemonIsTakenOver) {

@@ -80,7 +80,7 @@ TEST(DiskStore, EntryIsOneFileUnderAFanOutDirectory) {
   CacheEntry entry = make_entry(key_for(1), "cubin bytes");
   ASSERT_TRUE(store->put(entry).ok());
   const std::string path = store->path_for(entry.key);
-  EXPECT_EQ(path, dir.path() + "/v1/" + entry.key.substr(0, 2) + "/" + entry.key + ".kjit");
+  EXPECT_EQ(path, dir.path() + "/v" + std::to_string(k_entry_format_version) + "/" + entry.key.substr(0, 2) + "/" + entry.key + ".kjit");
   EXPECT_EQ(read_file(path), encode_entry(entry));
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
@@ -297,7 +297,7 @@ TEST(DiskStore, StaleTempFilesAreRemovedByAgeOnly) {
   test::TempDir dir;
   auto store = open_store(dir.path());
   ASSERT_TRUE(store->put(make_entry(key_for(1), "x")).ok());
-  const std::string fan = dir.path() + "/v1/" + key_for(1).substr(0, 2);
+  const std::string fan = dir.path() + "/v" + std::to_string(k_entry_format_version) + "/" + key_for(1).substr(0, 2);
   const std::string stale = fan + "/" + std::string(k_atomic_temp_prefix) + "dead-writer";
   const std::string fresh = fan + "/" + std::string(k_atomic_temp_prefix) + "live-writer";
   write_file(stale, "partial");

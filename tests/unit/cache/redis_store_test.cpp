@@ -1,5 +1,6 @@
-// The Redis tier against a real redis-server: round trip, TTL, corruption,
-// the circuit breaker across an outage, and lease semantics.
+// The Redis tier against a real redis-server: round trip, TTL and its
+// renewal on a hit, corruption, the circuit breaker across an outage, and
+// lease semantics, renewal included.
 #include "cache/redis_store.h"
 
 #include <gtest/gtest.h>
@@ -66,7 +67,7 @@ TEST_F(RedisStoreTest, EntriesCarryTheirTimeToLiveAndExpire) {
   RedisStore store(o);
   CacheEntry entry = make_entry(key_for(1), "short-lived");
   ASSERT_TRUE(store.put(entry).ok());
-  const std::string ttl = server_.command({"PTTL", "kjit:entry:" + entry.key});
+  const std::string ttl = server_.command({"PTTL", store.entry_key(entry.key)});
   EXPECT_GT(std::stoll(ttl), 0);
   EXPECT_LE(std::stoll(ttl), 1000);
   EXPECT_TRUE(store.get(entry.key).value().has_value());
@@ -74,17 +75,40 @@ TEST_F(RedisStoreTest, EntriesCarryTheirTimeToLiveAndExpire) {
   EXPECT_FALSE(store.get(entry.key).value().has_value());
 }
 
+TEST_F(RedisStoreTest, HitRenewsTheTimeToLive) {
+  RedisStore store(options());  // ttl 60 s
+  CacheEntry entry = make_entry(key_for(1), "used every day");
+  ASSERT_TRUE(store.put(entry).ok());
+  const std::string stored = store.entry_key(entry.key);
+  // Ages the entry instead of waiting for it to age: one second left to live.
+  ASSERT_EQ(server_.command({"PEXPIRE", stored, "1000"}), "1");
+  ASSERT_TRUE(store.get(entry.key).value().has_value());
+  const long long ttl_ms = std::stoll(server_.command({"PTTL", stored}));
+  EXPECT_GT(ttl_ms, 59'000);
+  EXPECT_LE(ttl_ms, 60'000);
+  EXPECT_EQ(store.stats().hits, 1u);
+  EXPECT_EQ(store.stats().errors, 0u);
+}
+
+TEST_F(RedisStoreTest, MissCreatesNoKey) {
+  RedisStore store(options());
+  EXPECT_FALSE(store.get(key_for(1)).value().has_value());
+  EXPECT_EQ(server_.command({"EXISTS", store.entry_key(key_for(1))}), "0");
+  EXPECT_EQ(server_.command({"DBSIZE"}), "0");
+  EXPECT_EQ(store.stats().misses, 1u);
+}
+
 TEST_F(RedisStoreTest, CorruptValueIsRemovedCountedAndMisses) {
   RedisStore store(options());
   const std::string key = key_for(1);
   std::string encoded = encode_entry(make_entry(key, "payload"));
   encoded[encoded.size() - 2] ^= 1;
-  ASSERT_EQ(server_.command({"SET", "kjit:entry:" + key, encoded}), "OK");
+  ASSERT_EQ(server_.command({"SET", store.entry_key(key), encoded}), "OK");
   Result<std::optional<CacheEntry>> got = store.get(key);
   ASSERT_TRUE(got.ok());
   EXPECT_FALSE(got->has_value());
   EXPECT_EQ(store.stats().corruptions, 1u);
-  EXPECT_EQ(server_.command({"EXISTS", "kjit:entry:" + key}), "0");
+  EXPECT_EQ(server_.command({"EXISTS", store.entry_key(key)}), "0");
 }
 
 TEST_F(RedisStoreTest, ListShowsStoredKeys) {
@@ -177,6 +201,68 @@ TEST_F(RedisStoreTest, LeaseExpiresSoACrashedOwnerCannotBlock) {
   // The expired owner's late release must not drop the new owner's lease.
   ASSERT_TRUE(store.release_lease(key, "crashed").ok());
   EXPECT_EQ(store.lease_holder(key).value(), std::optional<std::string>("other"));
+}
+
+TEST_F(RedisStoreTest, EntriesOfOtherFormatVersionsAreNeitherReadNorRemoved) {
+  // A fleet upgrading kjit shares one Redis between two entry formats.
+  RedisStore store(options());
+  const std::string key = key_for(3);
+  const std::string format1_key = "kjit:entry:" + key;  // where format 1 kept it
+  const std::string newer_key = "kjit:v999:entry:" + key;
+  ASSERT_EQ(server_.command({"SET", format1_key, "an older kjit's entry"}), "OK");
+  ASSERT_EQ(server_.command({"SET", newer_key, "a newer kjit's entry"}), "OK");
+  Result<std::optional<CacheEntry>> got = store.get(key);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  EXPECT_EQ(store.stats().corruptions, 0u);
+  EXPECT_EQ(server_.command({"EXISTS", format1_key}), "1");
+  EXPECT_EQ(server_.command({"EXISTS", newer_key}), "1");
+  EXPECT_NE(store.entry_key(key).find(":v" + std::to_string(k_entry_format_version) + ":"), std::string::npos);
+}
+
+TEST_F(RedisStoreTest, OwnerExtendsItsLease) {
+  RedisStore store(options());
+  const std::string key = key_for(1);
+  ASSERT_EQ(store.try_acquire_lease(key, "daemon-a", 500ms), LeaseOutcome::acquired);
+  Status extended = store.extend_lease(key, "daemon-a", 10s);
+  ASSERT_TRUE(extended.ok()) << extended.error().message;
+  const long long ttl_ms = std::stoll(server_.command({"PTTL", store.lease_key(key)}));
+  EXPECT_GT(ttl_ms, 9'000);
+  EXPECT_LE(ttl_ms, 10'000);
+  EXPECT_EQ(store.lease_holder(key).value(), std::optional<std::string>("daemon-a"));
+}
+
+TEST_F(RedisStoreTest, OnlyTheOwnerExtendsALease) {
+  RedisStore store(options());
+  const std::string key = key_for(1);
+  ASSERT_EQ(store.try_acquire_lease(key, "daemon-a", 1s), LeaseOutcome::acquired);
+  Status extended = store.extend_lease(key, "daemon-b", 10s);
+  ASSERT_FALSE(extended.ok());
+  EXPECT_EQ(extended.error().code, ErrorCode::not_found) << extended.error().message;
+  const long long ttl_ms = std::stoll(server_.command({"PTTL", store.lease_key(key)}));
+  EXPECT_GT(ttl_ms, 0);
+  EXPECT_LE(ttl_ms, 1'000);
+  EXPECT_EQ(store.lease_holder(key).value(), std::optional<std::string>("daemon-a"));
+  EXPECT_EQ(store.stats().errors, 0u);  // a lost lease is not a Redis failure
+}
+
+TEST_F(RedisStoreTest, ExtendingAMissingLeaseFailsAndCreatesNothing) {
+  RedisStore store(options());
+  const std::string key = key_for(1);
+  Status extended = store.extend_lease(key, "daemon-a", 10s);
+  ASSERT_FALSE(extended.ok());
+  EXPECT_EQ(extended.error().code, ErrorCode::not_found) << extended.error().message;
+  EXPECT_EQ(server_.command({"EXISTS", store.lease_key(key)}), "0");
+}
+
+// The renewer keeps trying through an outage but gives up on a lost lease,
+// so the two must be told apart.
+TEST_F(RedisStoreTest, ExtendingALeaseWhileRedisIsDownIsNotALostLease) {
+  RedisStore store(options());
+  server_.stop();
+  Status extended = store.extend_lease(key_for(1), "daemon-a", 10s);
+  ASSERT_FALSE(extended.ok());
+  EXPECT_EQ(extended.error().code, ErrorCode::unavailable) << extended.error().message;
 }
 
 TEST_F(RedisStoreTest, LeaseIsUnavailableWhileRedisIsDown) {
