@@ -1,42 +1,67 @@
 #include "compile_frontend.h"
 
-#include <chrono>
-
 namespace kjit {
+namespace {
+
+// A hit answers with what the compile that filled the cache produced, but
+// what ran for this request was a lookup, not that compile's stages.
+CompileOutcome hit_outcome(const CacheEntry& entry, std::string_view tier, const CacheKey& key,
+                           CompileFrontend::Clock::time_point received) {
+  CompileOutcome result{entry.artifact, std::string(tier)};
+  double ms = std::chrono::duration<double, std::milli>(CompileFrontend::Clock::now() - received).count();
+  result.artifact.timings = {{"cache", ms, {{"lookup-" + result.cache, ms}}}};
+  result.artifact.key = key.hex;
+  result.artifact.key_components = key.components;
+  return result;
+}
+
+}  // namespace
 
 CompileFrontend::CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
                                  std::shared_ptr<CompileCache> cache)
     : config_(std::move(config)), pipeline_(std::move(pipeline)), cache_(std::move(cache)) {}
 
 Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job) const {
+  const Clock::time_point received = Clock::now();
+  Result<CompilePipeline::Plan> planned = plan(job);
+  if (!planned) return planned.error();
+  if (std::optional<CompileOutcome> hit = memory_hit(*planned, received)) return std::move(*hit);
+  return compile(job, *planned, received);
+}
+
+Result<CompilePipeline::Plan> CompileFrontend::plan(const CompileJob& job) const { return pipeline_->plan(job); }
+
+std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePipeline::Plan& plan,
+                                                          Clock::time_point received) const {
+  if (!cache_) return std::nullopt;
+  std::optional<CacheHit> hit = cache_->tiers->get_from_memory(plan.key.hex);
+  if (!hit) return std::nullopt;
+  return hit_outcome(*hit->entry, to_string(hit->tier), plan.key, received);
+}
+
+Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const CompilePipeline::Plan& plan,
+                                                Clock::time_point received) const {
   if (!cache_) {
-    Result<Artifact> artifact = pipeline_->run(job);
+    Result<Artifact> artifact = pipeline_->run(job, plan);
     if (!artifact) return artifact.error();
     return CompileOutcome{std::move(artifact.value()), "compiled"};
   }
-  auto start = std::chrono::steady_clock::now();
-  Result<CacheKey> key = pipeline_->key(job);
-  if (!key) return key.error();
-  Result<CacheOutcome> outcome = cache_->once->get_or_compile(key->hex, [&]() -> Result<CacheEntry> {
-    Result<Artifact> artifact = pipeline_->run(job);
+  Result<CacheOutcome> outcome = cache_->once->get_or_compile(plan.key.hex, [&]() -> Result<CacheEntry> {
+    Result<Artifact> artifact = pipeline_->run(job, plan);
     if (!artifact) return artifact.error();
     CacheEntry entry;
-    entry.key = key->hex;
+    entry.key = plan.key.hex;
     for (const StageTiming& stage : artifact->timings) entry.compile_ms += stage.ms;
     entry.artifact = std::move(artifact.value());
     return entry;
   });
   if (!outcome) return outcome.error();
-
-  CompileOutcome result{outcome->entry->artifact, std::string(to_string(outcome->source))};
-  if (outcome->source != CacheSource::compiled) {
-    // What ran for this request was a lookup, not the stages of the compile
-    // that filled the cache.
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    result.artifact.timings = {{"cache", ms, {{"lookup-" + result.cache, ms}}}};
-  }
-  result.artifact.key = key->hex;
-  result.artifact.key_components = key->components;
+  if (outcome->source != CacheSource::compiled)
+    return hit_outcome(*outcome->entry, to_string(outcome->source), plan.key, received);
+  CompileOutcome result{outcome->entry->artifact, "compiled"};
+  // Another request's compile (a joined flight) carries the same key.
+  result.artifact.key = plan.key.hex;
+  result.artifact.key_components = plan.key.components;
   return result;
 }
 

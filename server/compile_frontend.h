@@ -3,7 +3,9 @@
 // was compiled).
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/artifact.h"
@@ -25,9 +27,21 @@ class CompileFrontend {
   CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
                   std::shared_ptr<CompileCache> cache);
 
+  using Clock = std::chrono::steady_clock;
+
   // The cache first (its key derived from the job and the effective
   // pipeline), then one compile per key shared by every waiter.
   Result<CompileOutcome> compile(const CompileJob& job) const;
+
+  // The same in steps, for a caller that answers memory hits where it
+  // stands and hands everything else (disk, Redis, compiles: work that
+  // blocks) to other threads. `received` is when the request arrived: a
+  // hit's timing is the lookup as the client waited for it.
+  Result<CompilePipeline::Plan> plan(const CompileJob& job) const;
+  // Never blocks on I/O; nullopt on a miss (counted by compile() after it).
+  std::optional<CompileOutcome> memory_hit(const CompilePipeline::Plan& plan, Clock::time_point received) const;
+  Result<CompileOutcome> compile(const CompileJob& job, const CompilePipeline::Plan& plan,
+                                 Clock::time_point received) const;
 
   const DaemonConfig& config() const { return config_; }
   const CompilePipeline& pipeline() const { return *pipeline_; }

@@ -10,56 +10,85 @@
 #include "status_mapping.h"
 
 namespace kjit {
+namespace {
 
-CompilerService::CompilerService(std::shared_ptr<const CompileFrontend> frontend) : frontend_(std::move(frontend)) {}
+using Clock = CompileFrontend::Clock;
 
-grpc::Status CompilerService::Compile(grpc::ServerContext* context, const v1::CompileRequest* request,
-                                      v1::CompileResponse* response) {
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed_ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
+// Fills the response (or the error status) and finishes the call.
+void finish_compile(grpc::CallbackServerContext& context, grpc::ServerUnaryReactor& reactor, const CompileJob& job,
+                    Result<CompileOutcome> outcome, v1::CompileResponse& response, Clock::time_point received) {
+  if (!outcome) {
+    spdlog::info("compile {} for {} failed ({}): {}", job.input_name, job.target.canonical(),
+                 to_string(outcome.error().code), outcome.error().message);
+    reactor.Finish(to_grpc_status(outcome.error(), context));
+    return;
+  }
+  const size_t kernels = outcome->artifact.kernels.size();
+  const size_t bytes = outcome->artifact.bytes.size();
+  response.set_cache(outcome->cache);
+  to_compile_response(std::move(outcome->artifact), response);
+  response.set_server_ms(std::chrono::duration<double, std::milli>(Clock::now() - received).count());
+  spdlog::info("{} {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", outcome->cache, job.input_name,
+               job.target.canonical(), to_string(job.wanted), bytes, kernels, response.server_ms());
+  reactor.Finish(grpc::Status::OK);
+}
 
+}  // namespace
+
+CompilerService::CompilerService(std::shared_ptr<const CompileFrontend> frontend,
+                                 std::shared_ptr<ElasticThreadPool> blocking_work)
+    : frontend_(std::move(frontend)), blocking_work_(std::move(blocking_work)) {}
+
+grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* context,
+                                                   const v1::CompileRequest* request, v1::CompileResponse* response) {
+  const Clock::time_point received = Clock::now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Result<CompileJob> job = to_compile_job(*request, frontend_->config());
   if (!job) {
     spdlog::info("compile refused from {}: {}", context->peer(), job.error().message);
-    return to_grpc_status(job.error(), *context);
+    reactor->Finish(to_grpc_status(job.error(), *context));
+    return reactor;
   }
-  Result<CompileOutcome> outcome = frontend_->compile(*job);
-  if (!outcome) {
-    spdlog::info("compile {} for {} failed ({}): {}", job->input_name, job->target.canonical(),
-                 to_string(outcome.error().code), outcome.error().message);
-    return to_grpc_status(outcome.error(), *context);
+  Result<CompilePipeline::Plan> plan = frontend_->plan(*job);
+  if (!plan) {
+    finish_compile(*context, *reactor, *job, plan.error(), *response, received);
+    return reactor;
   }
-  size_t kernels = outcome->artifact.kernels.size();
-  size_t bytes = outcome->artifact.bytes.size();
-  response->set_cache(outcome->cache);
-  to_compile_response(std::move(outcome->artifact), *response);
-  response->set_server_ms(elapsed_ms());
-  spdlog::info("{} {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", outcome->cache, job->input_name,
-               job->target.canonical(), to_string(job->wanted), bytes, kernels, response->server_ms());
-  return grpc::Status::OK;
+  if (std::optional<CompileOutcome> hit = frontend_->memory_hit(*plan, received)) {
+    finish_compile(*context, *reactor, *job, std::move(*hit), *response, received);
+    return reactor;
+  }
+  // The request and response stay valid until Finish; the job and plan are
+  // moved into the task, which owns them.
+  blocking_work_->submit([this, context, reactor, response, received, job = std::move(*job),
+                          plan = std::move(*plan)] {
+    finish_compile(*context, *reactor, job, frontend_->compile(job, plan, received), *response, received);
+  });
+  return reactor;
 }
 
-}  // namespace kjit
-
-namespace kjit {
-
-grpc::Status CompilerService::DescribePipeline(grpc::ServerContext* context, const v1::DescribePipelineRequest* request,
-                                               v1::DescribePipelineResponse* response) {
+grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServerContext* context,
+                                                            const v1::DescribePipelineRequest* request,
+                                                            v1::DescribePipelineResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto fail = [&](const Error& error) {
+    reactor->Finish(to_grpc_status(error, *context));
+    return reactor;
+  };
   std::optional<InputKind> input = from_proto(request->input_kind());
-  if (!input) return to_grpc_status(make_error(ErrorCode::invalid_argument, "input_kind is required"), *context);
+  if (!input) return fail(make_error(ErrorCode::invalid_argument, "input_kind is required"));
   if (!request->target().empty()) {
-    if (Result<Target> target = parse_target(request->target()); !target) return to_grpc_status(target.error(), *context);
+    if (Result<Target> target = parse_target(request->target()); !target) return fail(target.error());
   }
   const CompilePipeline& pipelines = frontend_->pipeline();
   Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline());
-  if (!pipeline) return to_grpc_status(pipeline.error(), *context);
+  if (!pipeline) return fail(pipeline.error());
   response->set_name(pipeline->name);
   response->set_toml(pipeline_to_toml(*pipeline));
   for (const std::string& name : pipelines.pipeline_names()) response->add_known_pipelines(name);
   for (const LoadedPlugin& plugin : pipelines.plugins()) response->add_active_plugins(plugin.name + " " + plugin.version);
-  return grpc::Status::OK;
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 }  // namespace kjit

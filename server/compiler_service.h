@@ -1,26 +1,36 @@
 // The kjit.v1.Compiler gRPC service: translate, run the pipeline, translate
 // back. No compiler logic lives here.
+//
+// Callback API: a memory hit is answered on the gRPC thread that read the
+// request, with no hand-off (the hot path of a warm fleet); anything that
+// may block — a disk or Redis lookup, a compile — goes to an
+// ElasticThreadPool and finishes from there.
 #pragma once
 
 #include <memory>
 
-#include "daemon_config.h"
-#include "kjit/v1/compiler.grpc.pb.h"
 #include "compile_frontend.h"
+#include "daemon_config.h"
+#include "elastic_thread_pool.h"
+#include "kjit/v1/compiler.grpc.pb.h"
 
 namespace kjit {
 
-class CompilerService final : public v1::Compiler::Service {
+class CompilerService final : public v1::Compiler::CallbackService {
  public:
-  explicit CompilerService(std::shared_ptr<const CompileFrontend> frontend);
+  // `blocking_work` must outlive every call: the daemon destroys it after
+  // the server has shut down.
+  CompilerService(std::shared_ptr<const CompileFrontend> frontend, std::shared_ptr<ElasticThreadPool> blocking_work);
 
-  grpc::Status Compile(grpc::ServerContext* context, const v1::CompileRequest* request,
-                       v1::CompileResponse* response) override;
-  grpc::Status DescribePipeline(grpc::ServerContext* context, const v1::DescribePipelineRequest* request,
-                                v1::DescribePipelineResponse* response) override;
+  grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* context, const v1::CompileRequest* request,
+                                    v1::CompileResponse* response) override;
+  grpc::ServerUnaryReactor* DescribePipeline(grpc::CallbackServerContext* context,
+                                             const v1::DescribePipelineRequest* request,
+                                             v1::DescribePipelineResponse* response) override;
 
  private:
   std::shared_ptr<const CompileFrontend> frontend_;
+  std::shared_ptr<ElasticThreadPool> blocking_work_;
 };
 
 }  // namespace kjit

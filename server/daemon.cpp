@@ -14,6 +14,7 @@
 #include "cache_service.h"
 #include "compiler_service.h"
 #include "diagnostics_service.h"
+#include "elastic_thread_pool.h"
 #include "launch/cuda_driver.h"
 #include "launch_service.h"
 #include "kjit/socket_path.h"
@@ -83,7 +84,8 @@ Status Daemon::start() {
                  plugin.passes.size(), plugin.edits.size());
   auto frontend =
       std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()), open_compile_cache(config_.cache));
-  compiler_service_ = std::make_unique<CompilerService>(frontend);
+  blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
+  compiler_service_ = std::make_unique<CompilerService>(frontend, blocking_work_);
   // The driver is looked for, never required: without it Launch answers
   // FAILED_PRECONDITION and everything else works.
   auto driver = std::make_shared<CudaDriver>(config_.device);

@@ -19,6 +19,7 @@ class CompilerService;
 class LaunchService;
 class CacheService;
 class DiagnosticsService;
+class ElasticThreadPool;
 
 class Daemon {
  public:
@@ -36,6 +37,9 @@ class Daemon {
  private:
   DaemonConfig config_;
   std::string socket_path_;
+  // Declared before the services and the server, so destroyed after them:
+  // the server's shutdown waits for the calls whose work runs here.
+  std::shared_ptr<ElasticThreadPool> blocking_work_;
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<CacheService> cache_service_;

@@ -2,9 +2,12 @@
 
 namespace kjit {
 
-grpc::Status DiagnosticsService::Echo(grpc::ServerContext*, const v1::EchoRequest* request, v1::EchoResponse* response) {
+grpc::ServerUnaryReactor* DiagnosticsService::Echo(grpc::CallbackServerContext* context,
+                                                   const v1::EchoRequest* request, v1::EchoResponse* response) {
   response->set_payload(request->payload());
-  return grpc::Status::OK;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 }  // namespace kjit

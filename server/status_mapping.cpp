@@ -21,7 +21,7 @@ grpc::StatusCode to_grpc_code(ErrorCode code) {
   return grpc::StatusCode::UNKNOWN;
 }
 
-grpc::Status to_grpc_status(const Error& error, grpc::ServerContext& context) {
+grpc::Status to_grpc_status(const Error& error, grpc::ServerContextBase& context) {
   std::string message = error.message;
   context.AddTrailingMetadata(k_message_trailer, error.message);
   if (!error.log.empty()) {

@@ -14,6 +14,6 @@ grpc::StatusCode to_grpc_code(ErrorCode code);
 
 // The status message holds the message and the start of the log (so any gRPC
 // client shows it); the full log goes in the k_log_trailer trailer.
-grpc::Status to_grpc_status(const Error& error, grpc::ServerContext& context);
+grpc::Status to_grpc_status(const Error& error, grpc::ServerContextBase& context);
 
 }  // namespace kjit

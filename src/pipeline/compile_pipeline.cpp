@@ -199,21 +199,24 @@ Result<CacheKey> CompilePipeline::key(const CompileJob& job) const {
 }
 
 Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
-  auto p = plan(job);
+  Result<Plan> p = plan(job);
   if (!p) return p.error();
+  return run(job, *p);
+}
 
+Result<Artifact> CompilePipeline::run(const CompileJob& job, const Plan& plan) const {
   Artifact artifact;
   artifact.target = job.target.canonical();
-  artifact.pipeline = p->pipeline.name;
-  artifact.key = p->key.hex;
-  artifact.key_components = p->key.components;
+  artifact.pipeline = plan.pipeline.name;
+  artifact.key = plan.key.hex;
+  artifact.key_components = plan.key.components;
 
   const CudaToolkit& toolkit = toolkit_for(job.target);
   bool cubin_possible = static_cast<bool>(check_toolkit_supports(toolkit, job.target));
   bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
   std::map<std::string, std::string> lowered;
   PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_};
-  Result<PipelineRun> run = run_pipeline(p->pipeline, registry_, context, p->args, job.input,
+  Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
                                          ir_kind_of(job.input_kind), stop_at_ptx);
   if (!run) return run.error();
   artifact.timings = std::move(run->stages);
@@ -230,11 +233,11 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
     return artifact;
   }
   if (run->kind != IrKind::cubin) {
-    return make_error(ErrorCode::failed_precondition, "pipeline '" + p->pipeline.name + "' ended with " +
+    return make_error(ErrorCode::failed_precondition, "pipeline '" + plan.pipeline.name + "' ended with " +
                                                           std::string(to_string(run->kind)) + ", not a cubin or PTX");
   }
   if (job.wanted == ArtifactKind::ptx)
-    return make_error(ErrorCode::failed_precondition, "pipeline '" + p->pipeline.name + "' never produced PTX");
+    return make_error(ErrorCode::failed_precondition, "pipeline '" + plan.pipeline.name + "' never produced PTX");
 
   auto start = std::chrono::steady_clock::now();
   Result<CubinInfo> info = read_cubin(run->ir);

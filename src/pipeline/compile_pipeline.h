@@ -44,8 +44,18 @@ class CompilePipeline {
 
   // The pipeline a request would run, after all edits.
   Result<PipelineSpec> effective_pipeline(InputKind input, const std::string& name) const;
+  // What a job will run and the key it caches under, derived once: a daemon
+  // looks the key up, and on a miss runs the same plan.
+  struct Plan {
+    PipelineSpec pipeline;
+    std::map<std::string, std::string> args;
+    CacheKey key;
+  };
+  Result<Plan> plan(const CompileJob& job) const;
   Result<CacheKey> key(const CompileJob& job) const;
   Result<Artifact> run(const CompileJob& job) const;
+  // `plan` must be plan(job)'s.
+  Result<Artifact> run(const CompileJob& job, const Plan& plan) const;
 
   std::vector<std::string> pipeline_names() const;
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
@@ -54,12 +64,6 @@ class CompilePipeline {
   const CudaToolkit& toolkit_for(const Target& target) const;
 
  private:
-  struct Plan {
-    PipelineSpec pipeline;
-    std::map<std::string, std::string> args;
-    CacheKey key;
-  };
-  Result<Plan> plan(const CompileJob& job) const;
   Result<PipelineSpec> base_pipeline(InputKind input, const std::string& name) const;
   Status validate() const;
 
