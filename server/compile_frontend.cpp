@@ -3,16 +3,23 @@
 namespace kjit {
 namespace {
 
-// A hit answers with what the compile that filled the cache produced, but
-// what ran for this request was a lookup, not that compile's stages.
-CompileOutcome hit_outcome(const CacheEntry& entry, std::string_view tier, const CacheKey& key,
+// A hit answers with what the compile that filled the cache produced (the
+// entry's key components are the ones its key was derived from, so the same
+// as this request's), but what ran for this request was a lookup, not that
+// compile's stages.
+CompileOutcome hit_outcome(std::shared_ptr<const CacheEntry> entry, std::string_view tier,
                            CompileFrontend::Clock::time_point received) {
-  CompileOutcome result{entry.artifact, std::string(tier)};
-  double ms = std::chrono::duration<double, std::milli>(CompileFrontend::Clock::now() - received).count();
-  result.artifact.timings = {{"cache", ms, {{"lookup-" + result.cache, ms}}}};
-  result.artifact.key = key.hex;
-  result.artifact.key_components = key.components;
-  return result;
+  const double ms = std::chrono::duration<double, std::milli>(CompileFrontend::Clock::now() - received).count();
+  std::string cache(tier);
+  std::vector<StageTiming> timings = {{"cache", ms, {{"lookup-" + cache, ms}}}};
+  const Artifact* artifact = &entry->artifact;
+  return CompileOutcome{std::shared_ptr<const Artifact>(std::move(entry), artifact), std::move(cache),
+                        std::move(timings)};
+}
+
+CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact) {
+  std::vector<StageTiming> timings = artifact->timings;
+  return CompileOutcome{std::move(artifact), "compiled", std::move(timings)};
 }
 
 }  // namespace
@@ -36,7 +43,7 @@ std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePipeline:
   if (!cache_) return std::nullopt;
   std::optional<CacheHit> hit = cache_->tiers->get_from_memory(plan.key.hex);
   if (!hit) return std::nullopt;
-  return hit_outcome(*hit->entry, to_string(hit->tier), plan.key, received);
+  return hit_outcome(std::move(hit->entry), to_string(hit->tier), received);
 }
 
 Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const CompilePipeline::Plan& plan,
@@ -44,7 +51,7 @@ Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const Com
   if (!cache_) {
     Result<Artifact> artifact = pipeline_->run(job, plan);
     if (!artifact) return artifact.error();
-    return CompileOutcome{std::move(artifact.value()), "compiled"};
+    return compiled_outcome(std::make_shared<const Artifact>(std::move(artifact.value())));
   }
   Result<CacheOutcome> outcome = cache_->once->get_or_compile(plan.key.hex, [&]() -> Result<CacheEntry> {
     Result<Artifact> artifact = pipeline_->run(job, plan);
@@ -57,12 +64,9 @@ Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const Com
   });
   if (!outcome) return outcome.error();
   if (outcome->source != CacheSource::compiled)
-    return hit_outcome(*outcome->entry, to_string(outcome->source), plan.key, received);
-  CompileOutcome result{outcome->entry->artifact, "compiled"};
-  // Another request's compile (a joined flight) carries the same key.
-  result.artifact.key = plan.key.hex;
-  result.artifact.key_components = plan.key.components;
-  return result;
+    return hit_outcome(std::move(outcome->entry), to_string(outcome->source), received);
+  const Artifact* artifact = &outcome->entry->artifact;
+  return compiled_outcome(std::shared_ptr<const Artifact>(std::move(outcome->entry), artifact));
 }
 
 }  // namespace kjit

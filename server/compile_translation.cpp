@@ -103,11 +103,12 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
   return job;
 }
 
-void to_compile_response(Artifact&& artifact, v1::CompileResponse& response) {
-  response.set_artifact(std::move(artifact.bytes));
+void to_compile_response(const Artifact& artifact, const std::vector<StageTiming>& timings,
+                         v1::CompileResponse& response) {
+  response.set_artifact(artifact.bytes);
   response.set_artifact_kind(to_proto(artifact.kind));
   response.set_target(artifact.target);
-  for (const StageTiming& timing : artifact.timings) {
+  for (const StageTiming& timing : timings) {
     v1::StageTiming* out = response.add_timings();
     out->set_stage(timing.stage);
     out->set_ms(timing.ms);
@@ -124,8 +125,8 @@ void to_compile_response(Artifact&& artifact, v1::CompileResponse& response) {
     out->set_value(c.value);
   }
   response.set_pipeline(artifact.pipeline);
-  for (std::string& note : artifact.notes) response.add_notes(std::move(note));
-  response.set_log(std::move(artifact.log));
+  for (const std::string& note : artifact.notes) response.add_notes(note);
+  response.set_log(artifact.log);
   for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *response.add_kernels());
   for (const auto& [expression, lowered] : artifact.lowered_names) (*response.mutable_lowered_names())[expression] = lowered;
 }

@@ -12,6 +12,9 @@ namespace kjit {
 
 Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config);
 
-void to_compile_response(Artifact&& artifact, v1::CompileResponse& response);
+// `timings`: what ran for this request (a hit's lookup, or the compile's
+// stages), which the artifact shared with the cache does not carry.
+void to_compile_response(const Artifact& artifact, const std::vector<StageTiming>& timings,
+                         v1::CompileResponse& response);
 
 }  // namespace kjit

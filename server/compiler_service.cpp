@@ -23,10 +23,10 @@ void finish_compile(grpc::CallbackServerContext& context, grpc::ServerUnaryReact
     reactor.Finish(to_grpc_status(outcome.error(), context));
     return;
   }
-  const size_t kernels = outcome->artifact.kernels.size();
-  const size_t bytes = outcome->artifact.bytes.size();
+  const size_t kernels = outcome->artifact->kernels.size();
+  const size_t bytes = outcome->artifact->bytes.size();
   response.set_cache(outcome->cache);
-  to_compile_response(std::move(outcome->artifact), response);
+  to_compile_response(*outcome->artifact, outcome->timings, response);
   response.set_server_ms(std::chrono::duration<double, std::milli>(Clock::now() - received).count());
   spdlog::info("{} {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", outcome->cache, job.input_name,
                job.target.canonical(), to_string(job.wanted), bytes, kernels, response.server_ms());

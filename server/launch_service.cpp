@@ -59,15 +59,15 @@ Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSou
     if (!cache) return make_error(ErrorCode::failed_precondition, "naming a kernel by cache key needs the compile cache, which is off");
     std::optional<CacheHit> hit = cache->tiers->get(source.key());
     if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key '" + source.key() + "'");
-    resolved.artifact = hit->entry->artifact;
+    resolved.artifact = std::shared_ptr<const Artifact>(hit->entry, &hit->entry->artifact);
   }
   const std::string& name = source.kernel();
-  if (resolved.artifact.kind == ArtifactKind::ptx) {
-    Result<PtxModule> module = read_ptx(resolved.artifact.bytes);
+  if (resolved.artifact->kind == ArtifactKind::ptx) {
+    Result<PtxModule> module = read_ptx(resolved.artifact->bytes);
     if (!module) return module.error();
     const PtxKernel* kernel = module->find(name);
     if (!kernel) {
-      for (const auto& [expression, lowered] : resolved.artifact.lowered_names)
+      for (const auto& [expression, lowered] : resolved.artifact->lowered_names)
         if (expression == name) kernel = module->find(lowered);
     }
     if (!kernel) return make_error(ErrorCode::not_found, "no kernel '" + name + "' in the PTX");
@@ -75,13 +75,13 @@ Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSou
     resolved.source = KernelInfoSource::ptx;
     return resolved;
   }
-  for (const KernelInfo& kernel : resolved.artifact.kernels) {
+  for (const KernelInfo& kernel : resolved.artifact->kernels) {
     if (kernel.name == name || kernel.lowered_name == name) {
       resolved.info = kernel;
       return resolved;
     }
   }
-  return not_found_kernel(name, resolved.artifact);
+  return not_found_kernel(name, *resolved.artifact);
 }
 
 DeviceLimits LaunchService::limits_for(const Target& target, bool& from_device) {
@@ -102,7 +102,7 @@ grpc::Status LaunchService::PlanLaunch(grpc::ServerContext* context, const v1::P
                                        v1::PlanLaunchResponse* response) {
   Result<ResolvedKernel> kernel = resolve(request->source());
   if (!kernel) return to_grpc_status(kernel.error(), *context);
-  Result<Target> target = parse_target(kernel->artifact.target);
+  Result<Target> target = parse_target(kernel->artifact->target);
   if (!target) return to_grpc_status(target.error(), *context);
   bool from_device = false;
   DeviceLimits limits;
@@ -114,7 +114,7 @@ grpc::Status LaunchService::PlanLaunch(grpc::ServerContext* context, const v1::P
   if (!plan) return to_grpc_status(plan.error(), *context);
   to_proto(*plan, from_device, *response->mutable_plan());
   to_proto(kernel->info, *response->mutable_kernel());
-  response->set_key(kernel->artifact.key);
+  response->set_key(kernel->artifact->key);
   return grpc::Status::OK;
 }
 
@@ -136,7 +136,7 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
 
   Result<ResolvedKernel> kernel = resolve(request->source());
   if (!kernel) return to_grpc_status(kernel.error(), *context);
-  Result<Target> target = parse_target(kernel->artifact.target);
+  Result<Target> target = parse_target(kernel->artifact->target);
   if (!target) return to_grpc_status(target.error(), *context);
 
   std::lock_guard lock(device_mutex_);
@@ -146,7 +146,7 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
   DeviceScope scope(driver);
   auto fail = [&](const Error& e) { return to_grpc_status(e, *context); };
 
-  Result<ModuleHandle> module = driver.load_module(kernel->artifact.bytes);
+  Result<ModuleHandle> module = driver.load_module(kernel->artifact->bytes);
   if (!module) return fail(module.error());
   Result<FunctionHandle> function = driver.get_function(*module, kernel->info.lowered_name);
   if (!function) return fail(function.error());
@@ -212,7 +212,7 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
   }
   response->set_kernel_ms(*ms);
   to_proto(*plan, from_device, *response->mutable_plan());
-  response->set_key(kernel->artifact.key);
+  response->set_key(kernel->artifact->key);
   spdlog::info("launched {} grid {} block {}: {:.3f} ms", plan->kernel, to_string(plan->grid), to_string(plan->block), *ms);
   return grpc::Status::OK;
 }

@@ -25,7 +25,7 @@ class LaunchService final : public v1::Launcher::Service {
 
   // The kernel a request names, compiled (or from the cache), with its info.
   struct ResolvedKernel {
-    Artifact artifact;
+    std::shared_ptr<const Artifact> artifact;  // shared with the cache on a hit
     KernelInfo info;
     KernelInfoSource source = KernelInfoSource::cubin;
   };

@@ -54,7 +54,9 @@ CacheKey compile_key(const KeyInputs& in) {
   c.push_back({"options", joined(job.options)});
   c.push_back({"artifact", std::string(to_string(job.wanted))});
   if (job.allow_ptx_fallback) c.push_back({"ptx_fallback", "allowed"});
-  c.push_back({"pipeline", in.pipeline.name + ": " + describe_for_key(in.pipeline, in.registry)});
+  c.push_back({"pipeline", in.pipeline.name + ": " + (in.pipeline_description
+                                                          ? *in.pipeline_description
+                                                          : describe_for_key(in.pipeline, in.registry))});
   if (!in.pass_args.empty()) {
     std::vector<std::string> args;
     for (const auto& [k, v] : in.pass_args) args.push_back(k + "=" + v);

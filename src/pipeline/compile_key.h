@@ -20,6 +20,8 @@ struct KeyInputs {
   std::map<std::string, std::string> pass_args;   // effective, defaults merged
   std::optional<std::string> input_digest;        // a plugin's replacement
   std::vector<KeyComponent> plugin_components;    // "plugin.<name>..." entries
+  // describe_for_key(pipeline, registry) when the caller has it already.
+  const std::string* pipeline_description = nullptr;
 };
 
 CacheKey compile_key(const KeyInputs& inputs);

@@ -57,6 +57,7 @@ Result<std::shared_ptr<const CompilePipeline>> CompilePipeline::create(std::shar
   pipeline->llvm_pass_plugins_ = std::move(setup.llvm_pass_plugins);
   pipeline->toolkits_ = std::move(setup.toolkits);
   if (Status s = pipeline->validate(); !s) return s.error();
+  pipeline->resolve_all();
   return std::shared_ptr<const CompilePipeline>(std::move(pipeline));
 }
 
@@ -137,7 +138,23 @@ Result<PipelineSpec> CompilePipeline::base_pipeline(InputKind input, const std::
   return *found;
 }
 
+void CompilePipeline::resolve_all() {
+  std::vector<std::string> names = pipeline_names();
+  names.push_back("");  // the default for each input
+  for (InputKind input : {InputKind::cuda_source, InputKind::ptx, InputKind::llvm_ir, InputKind::llvm_bitcode,
+                          InputKind::hip_source})
+    for (const std::string& name : names)
+      if (Result<PipelineSpec> pipeline = apply_edits(input, name))
+        resolved_[{input, name}] = Resolved{*pipeline, describe_for_key(*pipeline, registry_)};
+}
+
 Result<PipelineSpec> CompilePipeline::effective_pipeline(InputKind input, const std::string& name) const {
+  if (auto it = resolved_.find({input, name}); it != resolved_.end()) return it->second.pipeline;
+  // Not resolvable (an unknown name, an input no pipeline takes): the error.
+  return apply_edits(input, name);
+}
+
+Result<PipelineSpec> CompilePipeline::apply_edits(InputKind input, const std::string& name) const {
   auto pipeline = base_pipeline(input, name);
   if (!pipeline) return pipeline;
   PipelineSpec effective = *pipeline;
@@ -151,10 +168,15 @@ Result<PipelineSpec> CompilePipeline::effective_pipeline(InputKind input, const 
 }
 
 Result<CompilePipeline::Plan> CompilePipeline::plan(const CompileJob& job) const {
-  auto pipeline = effective_pipeline(job.input_kind, job.pipeline);
-  if (!pipeline) return pipeline.error();
+  auto resolved = resolved_.find({job.input_kind, job.pipeline});
+  if (resolved == resolved_.end()) {
+    // resolve_all() kept every pipeline that resolves: this one fails.
+    Result<PipelineSpec> failing = apply_edits(job.input_kind, job.pipeline);
+    if (!failing) return failing.error();
+    return make_error(ErrorCode::internal, "pipeline '" + job.pipeline + "' was not resolved at start-up");
+  }
   Plan plan;
-  plan.pipeline = std::move(*pipeline);
+  plan.pipeline = resolved->second.pipeline;
   plan.args = plan.pipeline.args;
   for (const auto& [key, value] : job.pass_args) {
     size_t dot = key.find('.');
@@ -171,7 +193,8 @@ Result<CompilePipeline::Plan> CompilePipeline::plan(const CompileJob& job) const
     plan.args[key] = value;
   }
 
-  KeyInputs inputs{job, plan.pipeline, registry_, toolkit_for(job.target), plan.args, std::nullopt, {}};
+  KeyInputs inputs{job, plan.pipeline, registry_, toolkit_for(job.target), plan.args, std::nullopt, {},
+                   &resolved->second.key_description};
   for (const LoadedPlugin& plugin : plugins_) {
     bool active = std::any_of(plugin.passes.begin(), plugin.passes.end(),
                               [&](const PassImpl& p) { return has_pass(plan.pipeline, p.name); });

@@ -4,8 +4,10 @@
 // reads the kernels back from the binary.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda_toolkit.h"
@@ -65,6 +67,8 @@ class CompilePipeline {
 
  private:
   Result<PipelineSpec> base_pipeline(InputKind input, const std::string& name) const;
+  Result<PipelineSpec> apply_edits(InputKind input, const std::string& name) const;
+  void resolve_all();
   Status validate() const;
 
   std::shared_ptr<const CudaToolkit> toolkit_;
@@ -74,6 +78,15 @@ class CompilePipeline {
   std::vector<LoadedPlugin> plugins_;
   std::vector<std::string> llvm_pass_plugins_;
   std::vector<ToolkitForRange> toolkits_;
+  // Every (input, pipeline name) a request can ask for, with its edits
+  // applied and its description for the key, resolved once by create():
+  // pipelines and edits never change after it, and the hit path plans every
+  // request.
+  struct Resolved {
+    PipelineSpec pipeline;
+    std::string key_description;
+  };
+  std::map<std::pair<InputKind, std::string>, Resolved> resolved_;
 };
 
 }  // namespace kjit
