@@ -14,7 +14,11 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <absl/synchronization/mutex.h>
+#include <xxhash.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -28,7 +32,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <xxhash.h>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +43,8 @@
 #include "cache/cache_key.h"
 #include "cache/disk_store.h"
 #include "cache/entry_metadata.pb.h"
+#include "async_load.h"
+#include "compile_request_wire.h"
 #include "child_process.h"
 #include "kjit/client.h"
 #include "kjit/local_cache.h"
@@ -60,12 +65,13 @@ struct Params {
   int cold_small;       // cold compiles of the 8 KiB kernel
   int cold_large;       // cold compiles of the 256 KiB kernel (seconds each)
   double window_s;      // length of each throughput measurement
+  int rounds;           // hit / echo windows alternated per throughput point; the median is kept
   int startup_entries;  // entries on disk for the start-time measurement
   int startup_runs;     // starts with them (and as many with an empty directory)
   int bound_entries;    // 256 KiB entries pushed through a 32 MiB memory tier
 };
-constexpr Params k_full_run{2000, 500, 4, 8, 3, 1.0, 100'000, 3, 256};
-constexpr Params k_quick_run{200, 100, 1, 2, 1, 0.3, 10'000, 1, 160};
+constexpr Params k_full_run{2000, 500, 4, 8, 3, 1.0, 5, 100'000, 3, 256};
+constexpr Params k_quick_run{200, 100, 1, 2, 1, 0.3, 1, 10'000, 1, 160};
 
 constexpr int k_throughput_clients[] = {1, 4, 16};
 constexpr int k_stampede_clients = 32;
@@ -486,6 +492,45 @@ Result<Rate> calls_per_second(const Daemon& daemon, int clients, double window_s
   return Rate{calls / seconds, daemon_used / calls * 1e6, client_used / calls * 1e6};
 }
 
+// The same measure with the async load generator (async_load.h): `clients`
+// channels with one call in flight each, driven by one thread, so the
+// clients cost little and the daemon is what is measured.
+using AsyncLoad = std::function<Result<AsyncLoadResult>(int clients, std::chrono::duration<double> window)>;
+
+Result<Rate> async_calls_per_second(const Daemon& daemon, int clients, double window_s, const AsyncLoad& load) {
+  const double daemon_cpu = process_cpu_seconds(daemon.pid()), client_cpu = own_cpu_seconds();
+  Result<AsyncLoadResult> result = load(clients, std::chrono::duration<double>(window_s));
+  if (!result) return result.error();
+  // The CPU counts include one warm-up call per channel: 16 of ~10^4 calls.
+  const double daemon_used = process_cpu_seconds(daemon.pid()) - daemon_cpu,
+               client_used = own_cpu_seconds() - client_cpu;
+  const double calls = static_cast<double>(std::max<uint64_t>(result->completed, 1));
+  return Rate{calls / result->seconds, daemon_used / calls * 1e6, client_used / calls * 1e6};
+}
+
+// Hit and echo windows alternated `rounds` times, so a burst of noise from
+// the host's neighbours lands on both; each keeps its median window.
+struct PairedRates {
+  Rate hits, echoes;
+};
+Result<PairedRates> median_rates(int rounds, const std::function<Result<Rate>()>& hits,
+                                 const std::function<Result<Rate>()>& echoes) {
+  std::vector<Rate> hit_rates, echo_rates;
+  for (int r = 0; r < rounds; ++r) {
+    Result<Rate> hit = hits();
+    if (!hit) return in_context("memory-hit throughput", hit.error());
+    Result<Rate> echo = echoes();
+    if (!echo) return in_context("echo throughput", echo.error());
+    hit_rates.push_back(*hit);
+    echo_rates.push_back(*echo);
+  }
+  auto median_rate = [](std::vector<Rate>& rates) {
+    std::sort(rates.begin(), rates.end(), [](const Rate& x, const Rate& y) { return x.per_second < y.per_second; });
+    return rates[rates.size() / 2];
+  };
+  return PairedRates{median_rate(hit_rates), median_rate(echo_rates)};
+}
+
 // ---- one compile for 32 concurrent identical requests ------------------------
 
 struct Stampede {
@@ -655,8 +700,10 @@ Status measure_daemon_a(RunState& run) {
     run.latency.push_back(std::move(cold));
   }
 
-  std::printf("\n== Throughput on kjitd A: calls/s, each client a thread with its own Client, %.1f s per point ==\n",
-              run.params.window_s);
+  std::printf(
+      "\n== Throughput on kjitd A: calls/s, each client a thread with its own Client, median of %d windows of %.1f s "
+      "==\n",
+      run.params.rounds, run.params.window_s);
   std::fflush(stdout);
   TextTable throughput({"cubin", "clients", "memory hits/s", "echo/s", "hits/echo", "CPU us/hit", "CPU us/echo"});
   for (size_t i = 0; i < run.payloads.size(); ++i) {
@@ -674,21 +721,66 @@ Status measure_daemon_a(RunState& run) {
       return Ok{};
     };
     for (int clients : k_throughput_clients) {
-      Result<Rate> hits = calls_per_second(a, clients, run.params.window_s, hit);
-      if (!hits) return in_context("memory-hit throughput", hits.error());
-      Result<Rate> echoes = calls_per_second(a, clients, run.params.window_s, echo);
-      if (!echoes) return in_context("echo throughput", echoes.error());
+      Result<PairedRates> rates =
+          median_rates(run.params.rounds, [&] { return calls_per_second(a, clients, run.params.window_s, hit); },
+                       [&] { return calls_per_second(a, clients, run.params.window_s, echo); });
+      if (!rates) return rates.error();
+      const Rate* hits = &rates->hits;
+      const Rate* echoes = &rates->echoes;
       auto cpu = [](const Rate& r) { return fixed(r.daemon_cpu_us, 0) + " + " + fixed(r.client_cpu_us, 0); };
       throughput.add_row({p.label, std::to_string(clients), fixed(hits->per_second, 0), fixed(echoes->per_second, 0),
                           fixed(hits->per_second / echoes->per_second), cpu(*hits), cpu(*echoes)});
       if (i == 0 && clients == 16)
-        add_target(run, "memory hits/s with 16 clients, 8 KiB cubin (target >= 15000)",
+        add_target(run, "memory hits/s with 16 blocking client threads, 8 KiB cubin (target >= 15000)",
                    fixed(hits->per_second, 0) + "/s (echo " + fixed(echoes->per_second, 0) + "/s)",
                    hits->per_second >= k_throughput_target);
     }
   }
   throughput.print();
   std::printf("(CPU us/call: kjitd + this process, i.e. server + clients, user + system, over the window)\n");
+
+  std::printf(
+      "\n== Throughput on kjitd A with an async load generator: one thread, one channel per client, one call in "
+      "flight each, median of %d windows of %.1f s ==\n",
+      run.params.rounds, run.params.window_s);
+  std::fflush(stdout);
+  TextTable async_throughput(
+      {"cubin", "clients", "memory hits/s", "echo/s", "hits/echo", "CPU us/hit", "CPU us/echo"});
+  for (size_t i = 0; i < run.payloads.size(); ++i) {
+    const Payload& p = run.payloads[i];
+    v1::CompileRequest wire;
+    to_wire(p.request, wire);
+    const AsyncLoad hits = [&](int clients, std::chrono::duration<double> window) {
+      return async_compile_load(a.socket_path(), wire, clients, window, [&p](const v1::CompileResponse& r) -> Status {
+        if (r.cache() != "memory" || r.artifact().size() != p.cubin.size())
+          return make_error(ErrorCode::internal, "an async throughput call was not a memory hit");
+        return Ok{};
+      });
+    };
+    const AsyncLoad echoes = [&](int clients, std::chrono::duration<double> window) {
+      return async_echo_load(a.socket_path(), p.cubin, clients, window);
+    };
+    for (int clients : k_throughput_clients) {
+      Result<PairedRates> rates =
+          median_rates(run.params.rounds, [&] { return async_calls_per_second(a, clients, run.params.window_s, hits); },
+                       [&] { return async_calls_per_second(a, clients, run.params.window_s, echoes); });
+      if (!rates) return in_context("async load", rates.error());
+      const Rate* hit_rate = &rates->hits;
+      const Rate* echo_rate = &rates->echoes;
+      auto cpu = [](const Rate& r) { return fixed(r.daemon_cpu_us, 0) + " + " + fixed(r.client_cpu_us, 0); };
+      async_throughput.add_row({p.label, std::to_string(clients), fixed(hit_rate->per_second, 0),
+                                fixed(echo_rate->per_second, 0), fixed(hit_rate->per_second / echo_rate->per_second),
+                                cpu(*hit_rate), cpu(*echo_rate)});
+      if (i == 0 && clients == 16)
+        add_target(run, "memory hits/s with 16 clients on an async load generator, 8 KiB cubin (target >= 15000)",
+                   fixed(hit_rate->per_second, 0) + "/s (echo " + fixed(echo_rate->per_second, 0) + "/s)",
+                   hit_rate->per_second >= k_throughput_target);
+    }
+  }
+  async_throughput.print();
+  std::printf(
+      "(the blocking table above also charges 16 blocking client threads to the same 2 cores: ~1.8 context\n"
+      " switches per call in the client process; this one measures what the daemon sustains)\n");
 
   const MemoryUse after_hits = a.memory();
   Result<CacheStats> stats = client.cache_stats();
@@ -1159,6 +1251,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  // Debian's abseil is built with assertions on, so every absl::Mutex in
+  // gRPC also keeps a deadlock-detection graph; kjitd turns that off, and so
+  // does this client process (a client application's choice, see README).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Piped into `head`, the bench must still reach its cleanup: killed by
   // SIGPIPE it would leave redis-server and kjitd running.
   std::signal(SIGPIPE, SIG_IGN);

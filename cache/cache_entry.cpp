@@ -104,6 +104,13 @@ std::string metadata_bytes(const CacheEntry& entry) {
   return meta.SerializeAsString();
 }
 
+// Where a verified entry's parts are: everything decode_entry checked.
+struct EntryLayout {
+  std::string_view key;
+  std::string_view metadata;
+  size_t payload_offset = 0;
+};
+
 Result<CacheEntry> entry_from_metadata(std::string_view metadata, std::string key, std::string_view payload) {
   cache::EntryMetadata meta;
   if (!meta.ParseFromArray(metadata.data(), static_cast<int>(metadata.size())))
@@ -150,6 +157,8 @@ Result<CacheEntry> entry_from_metadata(std::string_view metadata, std::string ke
   return entry;
 }
 
+Result<EntryLayout> verify_entry(std::string_view bytes, std::string_view expected_key);
+
 }  // namespace
 
 std::string encode_entry(const CacheEntry& entry) {
@@ -172,6 +181,24 @@ std::string encode_entry(const CacheEntry& entry) {
 }
 
 Result<CacheEntry> decode_entry(std::string_view bytes, std::string_view expected_key) {
+  Result<EntryLayout> layout = verify_entry(bytes, expected_key);
+  if (!layout) return layout.error();
+  return entry_from_metadata(layout->metadata, std::string(layout->key), bytes.substr(layout->payload_offset));
+}
+
+Result<CacheEntry> decode_entry(std::string&& bytes, std::string_view expected_key) {
+  Result<EntryLayout> layout = verify_entry(bytes, expected_key);
+  if (!layout) return layout.error();
+  Result<CacheEntry> entry = entry_from_metadata(layout->metadata, std::string(layout->key), {});
+  if (!entry) return entry;
+  bytes.erase(0, layout->payload_offset);  // a move within the buffer, no allocation
+  entry->artifact.bytes = std::move(bytes);
+  return entry;
+}
+
+namespace {
+
+Result<EntryLayout> verify_entry(std::string_view bytes, std::string_view expected_key) {
   if (bytes.size() < k_entry_header_bytes) return corrupt("shorter than its header");
   if (bytes.substr(0, k_entry_magic.size()) != k_entry_magic) return corrupt("bad magic");
   const uint32_t version = load_le<uint32_t>(bytes, k_offset_version);
@@ -193,9 +220,11 @@ Result<CacheEntry> decode_entry(std::string_view bytes, std::string_view expecte
   if (!expected_key.empty() && key != expected_key) return corrupt("holds another key");
   if (bytes.substr(k_offset_checksum, k_checksum_field_bytes) != checksum_field(bytes.substr(k_entry_header_bytes)))
     return corrupt("checksum mismatch");
-  const std::string_view body = bytes.substr(k_entry_header_bytes + key_size);
-  return entry_from_metadata(body.substr(0, metadata_size), std::string(key), body.substr(metadata_size));
+  const size_t metadata_offset = k_entry_header_bytes + key_size;
+  return EntryLayout{key, bytes.substr(metadata_offset, metadata_size), metadata_offset + metadata_size};
 }
+
+}  // namespace
 
 bool is_corrupt_entry_error(const Error& error) {
   return error.code == ErrorCode::internal && std::string_view(error.message).starts_with(k_corrupt_prefix);

@@ -52,6 +52,10 @@ std::string encode_entry(const CacheEntry& entry);
 // starts with "corrupt entry: "; nothing in `bytes` can make it crash.
 // An empty `expected_key` accepts whatever key the entry names.
 Result<CacheEntry> decode_entry(std::string_view bytes, std::string_view expected_key);
+// The same, reusing `bytes` (a file or a Redis value just read) as the
+// payload's storage: no second allocation and copy of the payload, and no
+// short-lived buffer the size of the entry left between long-lived ones.
+Result<CacheEntry> decode_entry(std::string&& bytes, std::string_view expected_key);
 
 // True for errors produced by decode_entry, which callers count as
 // corruptions rather than tier failures.

@@ -212,7 +212,7 @@ Result<std::optional<CacheEntry>> DiskStore::get(std::string_view key) {
   }
   std::string bytes;
   Result<CacheEntry> entry = read_exactly(file.fd, bytes, size)
-                                 ? decode_entry(bytes, key)
+                                 ? decode_entry(std::move(bytes), key)
                                  : Result<CacheEntry>(make_error(ErrorCode::internal, "corrupt entry: short read"));
   if (!entry) {
     spdlog::warn("disk cache: removing {}: {}", path, entry.error().message);

@@ -1,6 +1,8 @@
 // Sharded, byte-bounded LRU (see memory_store.h).
 #include "memory_store.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <functional>
 #include <list>
@@ -19,6 +21,14 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
+
+// Returns free pages in every arena to the system. glibc only; elsewhere
+// the allocator's own policy stands.
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 int64_t now_unix() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -110,21 +120,30 @@ void MemoryStore::insert(std::shared_ptr<const CacheEntry> entry) {
   const uint64_t bytes = footprint(*entry);
   Shard& shard = shard_for(entry->key);
   std::shared_ptr<const CacheEntry> replaced;  // released after the lock
-  std::lock_guard lock(shard.mutex);
-  ++shard.puts;
-  if (auto it = shard.index.find(entry->key); it != shard.index.end()) {
-    replaced = it->second->entry;
-    shard.erase(it->second);
+  uint64_t evicted_bytes = 0;
+  {
+    std::lock_guard lock(shard.mutex);
+    ++shard.puts;
+    if (auto it = shard.index.find(entry->key); it != shard.index.end()) {
+      replaced = it->second->entry;
+      shard.erase(it->second);
+    }
+    // Larger than the shard's whole budget: keeping it would evict everything.
+    if (bytes > shard_max_bytes_) return;
+    shard.lru.push_front(Shard::Node{entry, bytes, now_unix()});
+    shard.index.emplace(entry->key, shard.lru.begin());
+    shard.bytes += bytes;
+    while (shard.bytes > shard_max_bytes_) {
+      evicted_bytes += std::prev(shard.lru.end())->bytes;
+      shard.erase(std::prev(shard.lru.end()));
+      ++shard.evictions;
+    }
   }
-  // Larger than the shard's whole budget: keeping it would evict everything.
-  if (bytes > shard_max_bytes_) return;
-  shard.lru.push_front(Shard::Node{entry, bytes, now_unix()});
-  shard.index.emplace(entry->key, shard.lru.begin());
-  shard.bytes += bytes;
-  while (shard.bytes > shard_max_bytes_) {
-    shard.erase(std::prev(shard.lru.end()));
-    ++shard.evictions;
-  }
+  if (options_.release_memory_every == 0 || evicted_bytes == 0) return;
+  // One caller per threshold crossing trims; the others go on.
+  if (evicted_since_release_.fetch_add(evicted_bytes) + evicted_bytes >= options_.release_memory_every &&
+      evicted_since_release_.exchange(0) >= options_.release_memory_every)
+    release_free_memory();
 }
 
 Result<std::optional<CacheEntry>> MemoryStore::get(std::string_view key) {

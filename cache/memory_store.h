@@ -2,6 +2,7 @@
 // that concurrent hits on different keys never wait on one lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -18,6 +19,11 @@ class MemoryStore final : public Store {
     // exact within a shard and approximate across them; one shard gives an
     // exact global LRU (tests) at the price of one lock.
     size_t shards = 16;
+    // After this many bytes of evicted entries, hand the allocator's free
+    // pages back to the system (malloc_trim); 0 never does. glibc otherwise
+    // keeps much of what evictions free resident, and a daemon's RSS stood
+    // up to 30 % above the budget.
+    uint64_t release_memory_every = 0;
   };
 
   explicit MemoryStore(Options options);
@@ -54,6 +60,7 @@ class MemoryStore final : public Store {
 
   Options options_;
   uint64_t shard_max_bytes_;
+  std::atomic<uint64_t> evicted_since_release_{0};
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

@@ -221,7 +221,7 @@ Result<std::optional<CacheEntry>> RedisStore::get(std::string_view key) {
     ++errors_;
     return make_error(ErrorCode::internal, "redis GET: " + (reply.is_error() ? reply.str : "unexpected reply"));
   }
-  Result<CacheEntry> entry = decode_entry(reply.str, key);
+  Result<CacheEntry> entry = decode_entry(std::move(replies->front().str), key);
   if (!entry) {
     ++corruptions_;
     ++misses_;

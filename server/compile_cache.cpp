@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace kjit {
@@ -13,7 +14,14 @@ std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
   }
   auto cache = std::make_shared<CompileCache>();
   TieredCache::Tiers tiers;
-  if (config.memory_bytes > 0) tiers.memory = std::make_shared<MemoryStore>(MemoryStore::Options{config.memory_bytes});
+  if (config.memory_bytes > 0) {
+    MemoryStore::Options memory;
+    memory.max_bytes = config.memory_bytes;
+    // Every eighth of the budget evicted (at most 16 MiB): keeps resident
+    // memory near the budget for a trim every few dozen large evictions.
+    memory.release_memory_every = std::min<uint64_t>(config.memory_bytes / 8, 16ull << 20);
+    tiers.memory = std::make_shared<MemoryStore>(memory);
+  }
   if (config.disk) {
     DiskStore::Options options;
     options.directory = config.directory.empty() ? default_disk_cache_directory() : config.directory;

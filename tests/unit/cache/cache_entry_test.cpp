@@ -38,9 +38,15 @@ std::string with_metadata(const std::string& encoded, const std::string& key, co
 
 TEST(CacheEntry, RoundTripKeepsEveryField) {
   CacheEntry entry = make_entry(key_for(1), std::string("\0\x01\xff binary payload", 19));
-  Result<CacheEntry> decoded = decode_entry(encode_entry(entry), entry.key);
-  ASSERT_TRUE(decoded.ok()) << decoded.error().message;
-  test::expect_same_entry(*decoded, entry);
+  const std::string encoded = encode_entry(entry);
+  // From a view (the bytes stay the caller's) and from a buffer handed over
+  // (its storage becomes the payload's): the same entry.
+  Result<CacheEntry> viewed = decode_entry(std::string_view(encoded), entry.key);
+  ASSERT_TRUE(viewed.ok()) << viewed.error().message;
+  test::expect_same_entry(*viewed, entry);
+  Result<CacheEntry> moved = decode_entry(std::string(encoded), entry.key);
+  ASSERT_TRUE(moved.ok()) << moved.error().message;
+  test::expect_same_entry(*moved, entry);
 }
 
 TEST(CacheEntry, EncodesEveryArtifactField) {

@@ -1,0 +1,13 @@
+// The client's CompileRequest as the kjit.v1 wire message: what Client::compile
+// sends, for code that drives the gRPC stub itself (the benchmarks' async
+// load generator) and must ask for exactly the same key.
+#pragma once
+
+#include "kjit/client.h"
+#include "kjit/v1/compiler.pb.h"
+
+namespace kjit {
+
+void to_wire(const CompileRequest& request, v1::CompileRequest& wire);
+
+}  // namespace kjit
