@@ -25,8 +25,15 @@ CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact) {
 }  // namespace
 
 CompileFrontend::CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
-                                 std::shared_ptr<CompileCache> cache)
-    : config_(std::move(config)), pipeline_(std::move(pipeline)), cache_(std::move(cache)) {}
+                                 std::shared_ptr<CompileCache> cache, std::shared_ptr<CompileWorkers> workers)
+    : config_(std::move(config)),
+      pipeline_(std::move(pipeline)),
+      cache_(std::move(cache)),
+      workers_(std::move(workers)) {}
+
+Result<Artifact> CompileFrontend::run(const CompileJob& job, const CompilePipeline::Plan& plan) const {
+  return workers_ ? workers_->run(job, plan) : pipeline_->run(job, plan);
+}
 
 Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job) const {
   const Clock::time_point received = Clock::now();
@@ -49,12 +56,12 @@ std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePipeline:
 Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const CompilePipeline::Plan& plan,
                                                 Clock::time_point received) const {
   if (!cache_) {
-    Result<Artifact> artifact = pipeline_->run(job, plan);
+    Result<Artifact> artifact = run(job, plan);
     if (!artifact) return artifact.error();
     return compiled_outcome(std::make_shared<const Artifact>(std::move(artifact.value())));
   }
   Result<CacheOutcome> outcome = cache_->once->get_or_compile(plan.key.hex, [&]() -> Result<CacheEntry> {
-    Result<Artifact> artifact = pipeline_->run(job, plan);
+    Result<Artifact> artifact = run(job, plan);
     if (!artifact) return artifact.error();
     CacheEntry entry;
     entry.key = plan.key.hex;

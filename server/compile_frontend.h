@@ -11,6 +11,7 @@
 #include "core/artifact.h"
 #include "core/compile_job.h"
 #include "compile_cache.h"
+#include "compile_workers.h"
 #include "daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
@@ -27,9 +28,10 @@ struct CompileOutcome {
 
 class CompileFrontend {
  public:
-  // cache may be null: every request compiles.
+  // cache may be null: every request compiles. workers may be null:
+  // compiles run in this process.
   CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
-                  std::shared_ptr<CompileCache> cache);
+                  std::shared_ptr<CompileCache> cache, std::shared_ptr<CompileWorkers> workers = nullptr);
 
   using Clock = std::chrono::steady_clock;
 
@@ -55,6 +57,9 @@ class CompileFrontend {
   DaemonConfig config_;
   std::shared_ptr<const CompilePipeline> pipeline_;
   std::shared_ptr<CompileCache> cache_;
+  std::shared_ptr<CompileWorkers> workers_;
+
+  Result<Artifact> run(const CompileJob& job, const CompilePipeline::Plan& plan) const;
 };
 
 }  // namespace kjit

@@ -17,6 +17,7 @@
 #include "elastic_thread_pool.h"
 #include "launch/cuda_driver.h"
 #include "launch_service.h"
+#include "pipeline_setup.h"
 #include "kjit/socket_path.h"
 
 namespace kjit {
@@ -57,6 +58,14 @@ Status prepare_socket_path(const std::string& path) {
 
 }  // namespace
 
+void enter_empty_directory(const DaemonConfig& config) {
+  const std::string socket = config.socket_path.empty() ? default_socket_path() : config.socket_path;
+  std::filesystem::path empty_dir = std::filesystem::path(socket).parent_path() / ".kjitd-empty";
+  std::error_code ec;
+  std::filesystem::create_directories(empty_dir, ec);
+  if (ec || ::chdir(empty_dir.c_str()) != 0) spdlog::warn("cannot chdir to {}", empty_dir.string());
+}
+
 Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
 Daemon::~Daemon() { shutdown(); }
 
@@ -64,26 +73,23 @@ Status Daemon::start() {
   socket_path_ = config_.socket_path.empty() ? default_socket_path() : config_.socket_path;
   if (Status s = prepare_socket_path(socket_path_); !s) return s;
 
-  auto toolkit = CudaToolkit::load(config_.cuda_home);
-  if (auto nvrtc = toolkit->nvrtc(); !nvrtc) spdlog::warn("{}", nvrtc.error().message);
-  if (auto nvjitlink = toolkit->nvjitlink(); !nvjitlink) spdlog::warn("{}", nvjitlink.error().message);
-  spdlog::info("CUDA toolkit {} at {}", toolkit->version(), toolkit->home());
-  PipelineSetup setup{config_.pipelines, config_.plugins, config_.llvm_pass_plugins, {}};
-  for (const ToolkitRange& range : config_.toolkits) {
-    auto other = CudaToolkit::load(range.cuda_home);
-    if (auto nvjitlink = other->nvjitlink(); !nvjitlink)
-      return make_error(ErrorCode::failed_precondition, "toolkit for sm_" + std::to_string(range.min_sm) + "..sm_" +
-                                                            std::to_string(range.max_sm) + ": " + nvjitlink.error().message);
-    spdlog::info("CUDA toolkit {} at {} builds sm_{}..sm_{}", other->version(), other->home(), range.min_sm, range.max_sm);
-    setup.toolkits.push_back({range.min_sm, range.max_sm, std::move(other)});
-  }
-  auto pipeline = CompilePipeline::create(std::move(toolkit), std::move(setup));
+  auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
   for (const LoadedPlugin& plugin : (*pipeline)->plugins())
     spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
                  plugin.passes.size(), plugin.edits.size());
-  auto frontend =
-      std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()), open_compile_cache(config_.cache));
+  std::shared_ptr<CompileWorkers> workers;
+  if (config_.compile_workers > 0 && !config_.worker_command.empty()) {
+    workers = std::make_shared<CompileWorkers>(CompileWorkers::Options{
+        config_.worker_command, config_.worker_directory, config_.config_text, config_.config_path,
+        config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s)});
+    spdlog::info("compiles run in up to {} worker process(es), {} s each at most", config_.compile_workers,
+                 config_.compile_timeout_s);
+  } else {
+    spdlog::info("compiles run inside the daemon's process");
+  }
+  auto frontend = std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()),
+                                                          open_compile_cache(config_.cache), std::move(workers));
   blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
   compiler_service_ = std::make_unique<CompilerService>(frontend, blocking_work_);
   // The driver is looked for, never required: without it Launch answers
@@ -117,10 +123,7 @@ Status Daemon::start() {
   ::chmod(socket_path_.c_str(), 0600);
   // NVRTC also looks for quoted includes in the working directory: make it
   // an empty one, so no request can reach a file the daemon happens to have.
-  std::filesystem::path empty_dir = std::filesystem::path(socket_path_).parent_path() / ".kjitd-empty";
-  std::error_code ec;
-  std::filesystem::create_directories(empty_dir, ec);
-  if (!ec && ::chdir(empty_dir.c_str()) != 0) spdlog::warn("cannot chdir to {}", empty_dir.string());
+  enter_empty_directory(config_);
   spdlog::info("kjitd listening on unix:{}{}", socket_path_,
                config_.listen_address.empty() ? "" : " and " + config_.listen_address);
   return Ok{};

@@ -1,5 +1,8 @@
 #include "daemon_config.h"
 
+#include <fstream>
+#include <iterator>
+
 #include <toml++/toml.h>
 
 #include <unistd.h>
@@ -112,9 +115,18 @@ Status read_value(const toml::node& node, const std::string& path, const std::st
 }  // namespace
 
 Status load_config_file(const std::string& path, DaemonConfig& config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return config_error(path, "cannot be read");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return load_config_text(text, path, config);
+}
+
+Status load_config_text(const std::string& text, const std::string& path, DaemonConfig& config) {
+  config.config_text = text;
+  config.config_path = path;
   toml::table root;
   try {
-    root = toml::parse_file(path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     std::string where;
     if (e.source().begin.line) where = " (line " + std::to_string(e.source().begin.line) + ")";
@@ -133,6 +145,12 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
     else if (k == "llvm_pass_plugins") s = read_strings(node, path, k, config.llvm_pass_plugins);
     else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
     else if (k == "cache") s = read_cache(node, path, config.cache);
+    else if (k == "compile_workers") {
+      auto v = node.value<int64_t>();  // 0 is meaningful: compile in the daemon
+      if (!v || *v < 0 || *v > 1024) return config_error(path, "compile_workers must be an integer from 0 to 1024");
+      config.compile_workers = static_cast<uint32_t>(*v);
+      config.compile_workers_given = true;
+    }
     else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (k == "limits") {
       const toml::table* limits = node.as_table();
@@ -146,6 +164,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
         else if (lk == "max_options") s = read_value(lnode, path, full, config.max_options);
         else if (lk == "max_name_expressions") s = read_value(lnode, path, full, config.max_name_expressions);
         else if (lk == "max_launch_bytes") s = read_value(lnode, path, full, config.max_launch_bytes);
+        else if (lk == "compile_timeout_s") s = read_value(lnode, path, full, config.compile_timeout_s);
         else return config_error(path, "unknown key " + full);
         if (!s) return s;
       }

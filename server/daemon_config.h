@@ -38,6 +38,16 @@ struct DaemonConfig {
   uint32_t max_options = 256;
   uint32_t max_name_expressions = 1024;
   uint64_t max_launch_bytes = 256ull << 20;      // all buffers of one Launch request
+  uint64_t compile_timeout_s = 300;              // a compile running longer is stopped
+  // Compiles run in this many worker processes at most (0: inside the
+  // daemon, as the tests of the pipeline do); default one per core.
+  uint32_t compile_workers = 0;
+  bool compile_workers_given = false;
+  // A worker's command line: kjitd's own (set by main); empty: no workers.
+  std::vector<std::string> worker_command;
+  std::string worker_directory;  // where kjitd started: the command's relative paths resolve there
+  // The configuration file as read at start (empty: none), given to workers.
+  std::string config_text, config_path;
   std::string default_target = "cuda:90";        // when a request names none
   std::string cuda_home;                         // empty: $CUDA_HOME, then the build's toolkit
   std::string log_level = "info";                // spdlog level name
@@ -64,6 +74,8 @@ struct DaemonConfig {
 //   max_headers = 4096
 //   max_options = 256
 //   max_name_expressions = 1024
+//   compile_timeout_s = 300
+//   compile_workers = 8            # top level: worker processes (0: compile in the daemon)
 //   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
 //   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
 //   [cache]
@@ -81,5 +93,7 @@ struct DaemonConfig {
 //   cuda_home = "/opt/cuda-13.4"
 //   [pipelines.NAME] ... and [[edits]] ...: see src/pipeline/pipeline_toml.h
 Status load_config_file(const std::string& path, DaemonConfig& config);
+// The same from the file's text (`path` names it in messages).
+Status load_config_text(const std::string& text, const std::string& path, DaemonConfig& config);
 
 }  // namespace kjit

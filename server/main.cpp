@@ -10,10 +10,13 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
+#include "compile_worker.h"
 #include "daemon.h"
 #include "daemon_config.h"
+#include "pipeline_setup.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kjitd — the kjit JIT kernel compilation daemon"};
@@ -40,10 +43,34 @@ int main(int argc, char** argv) {
   app.add_option("--disk-cache-bytes", disk_cache_bytes, "disk tier bound in bytes");
   app.add_option("--redis", redis, "Redis tier HOST:PORT (or a unix socket path), shared by a fleet");
   app.add_option("--plugin", plugin_flags, "load a kjit plugin (repeatable; also KJIT_PLUGIN_PATHS)");
+  uint32_t compile_workers = 0;
+  uint64_t compile_timeout_s = 0;
+  app.add_option("--compile-workers", compile_workers,
+                 "compile in at most N worker processes (default: one per core; 0: inside the daemon)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--compile-timeout", compile_timeout_s, "stop a compile after this many seconds (default 300)")
+      ->check(CLI::PositiveNumber);
+  // Internal: kjitd starts its own compile workers with this (see compile_workers.h).
+  int worker_fd = -1;
+  app.add_option("--worker-fd", worker_fd)->group("");
   CLI11_PARSE(app, argc, argv);
 
   kjit::DaemonConfig config;
-  if (!config_file.empty()) {
+  if (worker_fd >= 0) {
+    // A worker reads the configuration the daemon read at its start, not
+    // the file as it may be now.
+    kjit::Result<kjit::WorkerSetup> setup = kjit::read_worker_setup(worker_fd);
+    if (!setup) {
+      fmt::print(stderr, "kjitd worker: {}\n", setup.error().message);
+      return 2;
+    }
+    if (!setup->config_text.empty()) {
+      if (kjit::Status s = kjit::load_config_text(setup->config_text, setup->config_path, config); !s) {
+        fmt::print(stderr, "kjitd worker: {}\n", s.error().message);
+        return 2;
+      }
+    }
+  } else if (!config_file.empty()) {
     if (kjit::Status s = kjit::load_config_file(config_file, config); !s) {
       fmt::print(stderr, "kjitd: {}\n", s.error().message);
       return 2;
@@ -63,6 +90,27 @@ int main(int argc, char** argv) {
   if (memory_cache_bytes_given) config.cache.memory_bytes = memory_cache_bytes;
   if (disk_cache_bytes) config.cache.disk_bytes = disk_cache_bytes;
   if (!redis.empty()) config.cache.redis = redis;
+  if (app.count("--compile-workers")) {
+    config.compile_workers = compile_workers;
+    config.compile_workers_given = true;
+  }
+  if (!config.compile_workers_given) config.compile_workers = std::max(2u, std::thread::hardware_concurrency());
+  if (compile_timeout_s) config.compile_timeout_s = compile_timeout_s;
+  // The workers' command line: this one without --config (they are sent the
+  // file's text as read now).
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--config") {
+      ++i;
+      continue;
+    }
+    if (arg.starts_with("--config=")) continue;
+    config.worker_command.emplace_back(arg);
+  }
+  {
+    std::error_code ec;
+    config.worker_directory = std::filesystem::current_path(ec).string();
+  }
   // KJIT_PLUGIN_PATHS: colon-separated, like PATH; the daemon's environment,
   // never a request, decides what is loaded.
   if (const char* env = std::getenv("KJIT_PLUGIN_PATHS"); env && *env) {
@@ -87,9 +135,21 @@ int main(int argc, char** argv) {
   if (!std::getenv("MALLOC_ARENA_MAX"))
     mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
 
-  auto logger = spdlog::stderr_color_mt("kjitd");
+  auto logger = spdlog::stderr_color_mt(worker_fd >= 0 ? "kjitd-worker" : "kjitd");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(config.log_level));
+
+  if (worker_fd >= 0) {
+    // A worker says what the daemon already said at start-up only when asked.
+    spdlog::set_level(std::max(spdlog::level::from_str(config.log_level), spdlog::level::warn));
+    auto pipeline = kjit::make_compile_pipeline(config);
+    if (!pipeline) {
+      spdlog::error("{}", pipeline.error().message);
+      return 1;
+    }
+    kjit::enter_empty_directory(config);
+    return kjit::run_compile_worker(**pipeline, worker_fd);
+  }
 
   // Signals are taken by one thread with sigwait, so shutdown runs outside a
   // signal handler.

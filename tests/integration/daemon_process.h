@@ -20,6 +20,7 @@ class DaemonProcess {
   const std::string& socket_path() const { return socket_path_; }
   bool running() const;  // false once the process has exited
   int stop();            // SIGTERM, wait; returns the exit status
+  pid_t pid() const { return pid_; }
 
  private:
   std::string dir_;

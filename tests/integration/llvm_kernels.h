@@ -1,7 +1,9 @@
-// LLVM IR kernels the pipeline tests compile.
+// LLVM IR kernels the pipeline tests compile, and the request for one.
 #pragma once
 
 #include <string>
+
+#include "kjit/client.h"
 
 namespace kjit::test {
 
@@ -68,6 +70,15 @@ inline std::string k_llvm_scale_moved() {
                           {"line: 5, column: 3", "line: 15, column: 9"}})
     ir.replace(ir.find(from), from.size(), to);
   return ir;
+}
+
+inline CompileRequest llvm_request(const std::string& ir, const std::string& target) {
+  CompileRequest r;
+  r.input_kind = InputKind::llvm_ir;
+  r.input = ir;
+  r.input_name = "kernel.ll";
+  r.target = target;
+  return r;
 }
 
 }  // namespace kjit::test

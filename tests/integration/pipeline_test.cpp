@@ -13,13 +13,13 @@
 #include "daemon_process.h"
 #include "kjit/client.h"
 #include "llvm_kernels.h"
+#include "test_plugins.h"
 
 namespace kjit::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string plugin_path(const std::string& name) { return std::string(KJIT_TEST_PLUGIN_DIR) + "/lib" + name + ".so"; }
 
 uint32_t elf_sm(const std::string& bytes) {
   Elf64_Ehdr ehdr{};
@@ -55,15 +55,6 @@ std::string key_component(const CompileResult& result, const std::string& name) 
   for (const KeyComponent& c : result.key_components)
     if (c.name == name) return c.value;
   return "<absent>";
-}
-
-CompileRequest llvm_request(const std::string& ir, const std::string& target) {
-  CompileRequest r;
-  r.input_kind = InputKind::llvm_ir;
-  r.input = ir;
-  r.input_name = "kernel.ll";
-  r.target = target;
-  return r;
 }
 
 class LlvmPipelineTest : public ::testing::Test {

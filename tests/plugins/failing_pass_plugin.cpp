@@ -1,7 +1,11 @@
-// Example plugin for error paths: a pass that fails with a diagnostic, and a
-// pass that returns garbage instead of PTX. Both run only in the pipelines
-// the daemon's configuration builds with them.
+// Example plugin for error paths: a pass that fails with a diagnostic, one
+// that returns garbage instead of PTX, one that crashes its process (as LLVM
+// aborts on some inputs) and one that never returns. Each runs only in the
+// pipelines a daemon's configuration builds with it.
 #include <kjit/plugin.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 namespace {
 
@@ -16,11 +20,19 @@ int garbage(const kjit_pass_input*, const kjit_pass_output* output) {
   return 0;
 }
 
+int crash(const kjit_pass_input*, const kjit_pass_output*) { std::abort(); }
+
+int hang(const kjit_pass_input*, const kjit_pass_output*) {
+  while (true) ::sleep(1);
+}
+
 const kjit_pass_desc k_passes[] = {
     {"test-fail", "1.0", "ptx", "ptx", nullptr, 0, fail},
     {"test-garbage", "1.0", "ptx", "ptx", nullptr, 0, garbage},
+    {"test-crash", "1.0", "ptx", "ptx", nullptr, 0, crash},
+    {"test-hang", "1.0", "ptx", "ptx", nullptr, 0, hang},
 };
-const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 2, nullptr, 0, nullptr,
+const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 4, nullptr, 0, nullptr,
                                  nullptr};
 
 }  // namespace

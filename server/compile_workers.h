@@ -1,0 +1,65 @@
+// The daemon's side of compiling in worker processes (DESIGN.md rule 5): a
+// pool of kjitd processes started with --worker-fd, each running one compile
+// at a time. A worker that crashes (LLVM's aborts, a plugin's segfault) or
+// outlives the compile time bound is reaped and replaced; the request gets a
+// clear error and the daemon goes on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/artifact.h"
+#include "core/compile_job.h"
+#include "pipeline/compile_pipeline.h"
+
+namespace kjit {
+
+class CompileWorkers {
+ public:
+  struct Options {
+    // A worker's argv: kjitd's own command line, to which "--worker-fd 3" is
+    // added, so the worker builds the same pipeline (same config, plugins).
+    std::vector<std::string> command;
+    std::string directory;  // the worker starts there (the command's relative paths), then enters an empty one
+    // The configuration file's text as the daemon read it, sent to every new
+    // worker (its command line has no --config).
+    std::string config_text, config_path;
+    size_t max_workers = 2;                     // compiles at once; more wait for a worker
+    std::chrono::milliseconds timeout{300'000};  // a compile longer than this is stopped
+  };
+  explicit CompileWorkers(Options options);
+  // Closes every worker's socket (they exit on it) and reaps them.
+  ~CompileWorkers();
+  CompileWorkers(const CompileWorkers&) = delete;
+  CompileWorkers& operator=(const CompileWorkers&) = delete;
+
+  // Runs the planned job in a worker. The artifact's key is checked against
+  // plan.key: a worker that derived another one runs another configuration.
+  Result<Artifact> run(const CompileJob& job, const CompilePipeline::Plan& plan);
+
+  size_t live_workers() const;
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    int fd = -1;  // the daemon's end of the socketpair
+  };
+  Result<Worker> acquire();
+  void release(Worker worker);
+  // Kills (when still running) and reaps a worker; says how it ended.
+  std::string discard(Worker worker, bool kill_first);
+  Result<Worker> spawn();
+
+  Options options_;
+  mutable std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<Worker> idle_;
+  size_t live_ = 0;  // idle and busy
+};
+
+}  // namespace kjit

@@ -1,0 +1,24 @@
+#include "pipeline_setup.h"
+
+#include <spdlog/spdlog.h>
+
+namespace kjit {
+
+Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config) {
+  auto toolkit = CudaToolkit::load(config.cuda_home);
+  if (auto nvrtc = toolkit->nvrtc(); !nvrtc) spdlog::warn("{}", nvrtc.error().message);
+  if (auto nvjitlink = toolkit->nvjitlink(); !nvjitlink) spdlog::warn("{}", nvjitlink.error().message);
+  spdlog::info("CUDA toolkit {} at {}", toolkit->version(), toolkit->home());
+  PipelineSetup setup{config.pipelines, config.plugins, config.llvm_pass_plugins, {}};
+  for (const ToolkitRange& range : config.toolkits) {
+    auto other = CudaToolkit::load(range.cuda_home);
+    if (auto nvjitlink = other->nvjitlink(); !nvjitlink)
+      return make_error(ErrorCode::failed_precondition, "toolkit for sm_" + std::to_string(range.min_sm) + "..sm_" +
+                                                            std::to_string(range.max_sm) + ": " + nvjitlink.error().message);
+    spdlog::info("CUDA toolkit {} at {} builds sm_{}..sm_{}", other->version(), other->home(), range.min_sm, range.max_sm);
+    setup.toolkits.push_back({range.min_sm, range.max_sm, std::move(other)});
+  }
+  return CompilePipeline::create(std::move(toolkit), std::move(setup));
+}
+
+}  // namespace kjit
