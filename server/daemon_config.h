@@ -68,6 +68,9 @@ struct DaemonConfig {
 //   default_target = "cuda:90"
 //   cuda_home = "/usr/local/cuda"
 //   log_level = "info"
+//   compile_workers = 8            # worker processes (0: compile in the daemon)
+//   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
+//   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
 //   [limits]
 //   max_input_bytes = 16777216
 //   max_header_bytes = 67108864
@@ -75,9 +78,6 @@ struct DaemonConfig {
 //   max_options = 256
 //   max_name_expressions = 1024
 //   compile_timeout_s = 300
-//   compile_workers = 8            # top level: worker processes (0: compile in the daemon)
-//   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
-//   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
 //   [cache]
 //   enabled = true
 //   memory_bytes = 268435456

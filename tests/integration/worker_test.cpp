@@ -149,6 +149,38 @@ TEST_F(WorkerTest, ConcurrentCrashesAndCompilesEachGetTheirOwnAnswer) {
   EXPECT_TRUE(daemon_->running());
 }
 
+TEST(WorkerConfig, TheConfigFileSetsTheWorkersAndTheTimeBound) {
+#ifndef KJIT_TEST_HAVE_TOOLKIT
+  GTEST_SKIP() << "built without the CUDA toolkit";
+#endif
+  const fs::path config = fs::temp_directory_path() / ("kjit-worker-config-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "compile_workers = 1\n" << k_pipelines << "\n[limits]\ncompile_timeout_s = 2\n";
+  DaemonProcess daemon({"--config", config.string(), "--plugin", plugin_path("failing_pass_plugin"), "--no-cache"});
+  fs::remove(config);  // workers get the text the daemon read, not the file
+  auto request = llvm_request(k_llvm_vadd, "cuda:90");
+  request.pipeline = "llvm-hanging";
+  auto hung = Client(daemon.socket_path()).compile(request);
+  ASSERT_FALSE(hung);
+  EXPECT_EQ(hung.error().code, ErrorCode::deadline_exceeded);
+  EXPECT_NE(hung.error().message.find("longer than 2 s"), std::string::npos) << hung.error().message;
+  auto ok = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:90"));
+  ASSERT_TRUE(ok) << ok.error().message;
+  size_t workers = 0;
+  for (const std::string& args : children_of(daemon.pid()))
+    if (args.find("--worker-fd") != std::string::npos) ++workers;
+  EXPECT_EQ(workers, 1u);
+}
+
+TEST(WorkerConfig, ANegativeWorkerCountIsAConfigurationError) {
+  const fs::path config = fs::temp_directory_path() / ("kjit-worker-bad-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "compile_workers = -1\n";
+  CommandResult r = run_command({kjitd_path(), "--config", config.string(), "--socket",
+                                 (fs::temp_directory_path() / ("kjit-bad-" + std::to_string(::getpid()) + ".sock")).string()});
+  fs::remove(config);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("compile_workers"), std::string::npos) << r.err;
+}
+
 TEST(WorkerlessDaemon, CompileWorkersZeroCompilesInsideTheDaemon) {
 #ifndef KJIT_TEST_HAVE_TOOLKIT
   GTEST_SKIP() << "built without the CUDA toolkit";
