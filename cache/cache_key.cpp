@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -48,6 +49,11 @@ class Sha256 {
 };
 
 }  // namespace
+
+bool is_key_hex(std::string_view text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
 
 std::string sha256_hex(std::string_view bytes) {
   Sha256 sha;

@@ -23,6 +23,10 @@ struct CacheKey {
 // value, after a "kjit-key" schema header.
 CacheKey derive_key(std::vector<KeyComponent> components);
 
+// Whether text is spelled as CacheKey::hex is: what a user may pass where a
+// key is asked for (kjit cache rm KEY, Explain by key).
+bool is_key_hex(std::string_view text);
+
 // Lowercase hex SHA-256 of arbitrary bytes (input and header digests).
 std::string sha256_hex(std::string_view bytes);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cache/cache_key.h"
 #include "compile_translation.h"
 #include "status_mapping.h"
 
@@ -10,12 +11,6 @@ namespace {
 
 Error cache_off() { return make_error(ErrorCode::failed_precondition, "the compile cache is off on this daemon"); }
 Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon"); }
-
-bool is_key(const std::string& text) {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 }  // namespace
 
@@ -70,7 +65,7 @@ grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequ
 grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::RemoveRequest* request, v1::RemoveResponse*) {
   CompileCache* cache = frontend_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
-  if (!is_key(request->key()))
+  if (!is_key_hex(request->key()))
     return to_grpc_status(make_error(ErrorCode::invalid_argument, "'" + request->key() + "' is not a cache key (64 hex digits)"), *context);
   cache->tiers->remove(request->key());
   return grpc::Status::OK;
@@ -107,7 +102,7 @@ Result<CacheKey> CacheService::key_of(const v1::ExplainSide& side) const {
     return frontend_->pipeline().key(*job);
   }
   const std::string& key = side.key();
-  if (!is_key(key)) return make_error(ErrorCode::invalid_argument, "'" + key + "' is not a cache key (64 hex digits)");
+  if (!is_key_hex(key)) return make_error(ErrorCode::invalid_argument, "'" + key + "' is not a cache key (64 hex digits)");
   CompileCache* cache = frontend_->cache();
   if (!cache) return cache_off();
   std::optional<CacheHit> hit = cache->tiers->get(key);

@@ -6,16 +6,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cache/cache_key.h"
 #include "exit_codes.h"
 #include "kjit/client.h"
 
 namespace kjit::cli {
 namespace {
-
-bool is_key(const std::string& text) {
-  return text.size() == 64 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
 
 // "500M", "2G", "1048576".
 std::optional<uint64_t> parse_size(const std::string& text) {
@@ -42,7 +38,7 @@ std::optional<uint64_t> parse_size(const std::string& text) {
 
 Result<ExplainSide> side_of(const std::string& what, const CompileArgs& flags) {
   ExplainSide side;
-  if (is_key(what)) {
+  if (is_key_hex(what)) {
     side.key = what;
     return side;
   }

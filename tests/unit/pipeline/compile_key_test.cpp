@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "cache/cache_key.h"
 
 namespace kjit {
@@ -31,6 +33,20 @@ TEST(CacheKey, DiffNamesWhatDiffers) {
   EXPECT_FALSE(diff[1].present_right);
   EXPECT_EQ(diff[2].name, "plugin.y");
   EXPECT_FALSE(diff[2].present_left);
+}
+
+TEST(CacheKey, IsKeyHexAcceptsExactlyTheSpellingOfAKey) {
+  const std::string hex = derive_key({{"a", "b"}}).hex;
+  EXPECT_TRUE(is_key_hex(hex));
+  std::string upper = hex;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper != hex) {
+    EXPECT_FALSE(is_key_hex(upper));
+  }
+  EXPECT_FALSE(is_key_hex(hex.substr(1)));
+  EXPECT_FALSE(is_key_hex(hex + "0"));
+  EXPECT_FALSE(is_key_hex(std::string(63, 'a') + "g"));
+  EXPECT_FALSE(is_key_hex("../" + hex.substr(3)));
 }
 
 TEST(CacheKey, Sha256MatchesAKnownVector) {
