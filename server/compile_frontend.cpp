@@ -1,7 +1,13 @@
 #include "compile_frontend.h"
 
+#include <algorithm>
+
 namespace kjit {
 namespace {
+
+// What the remembered jobs may hold: inputs are 16 MiB at most, typical
+// sources tens of KiB.
+constexpr uint64_t k_plan_memo_bytes = 64ull << 20;
 
 // A hit answers with what the compile that filled the cache produced (the
 // entry's key components are the ones its key was derived from, so the same
@@ -29,7 +35,11 @@ CompileFrontend::CompileFrontend(DaemonConfig config, std::shared_ptr<const Comp
     : config_(std::move(config)),
       pipeline_(std::move(pipeline)),
       cache_(std::move(cache)),
-      workers_(std::move(workers)) {}
+      workers_(std::move(workers)) {
+  const bool key_hooked = std::any_of(pipeline_->plugins().begin(), pipeline_->plugins().end(),
+                                      [](const LoadedPlugin& plugin) { return static_cast<bool>(plugin.key_hook); });
+  if (!key_hooked) plan_memo_ = std::make_unique<PlanMemo>(k_plan_memo_bytes);
+}
 
 Result<Artifact> CompileFrontend::run(const CompileJob& job, const CompilePipeline::Plan& plan) const {
   return workers_ ? workers_->run(job, plan) : pipeline_->run(job, plan);
@@ -37,13 +47,23 @@ Result<Artifact> CompileFrontend::run(const CompileJob& job, const CompilePipeli
 
 Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job) const {
   const Clock::time_point received = Clock::now();
-  Result<CompilePipeline::Plan> planned = plan(job);
+  Result<PlanMemo::PlanPtr> planned = plan(job);
   if (!planned) return planned.error();
-  if (std::optional<CompileOutcome> hit = memory_hit(*planned, received)) return std::move(*hit);
-  return compile(job, *planned, received);
+  if (std::optional<CompileOutcome> hit = memory_hit(**planned, received)) return std::move(*hit);
+  return compile(job, **planned, received);
 }
 
-Result<CompilePipeline::Plan> CompileFrontend::plan(const CompileJob& job) const { return pipeline_->plan(job); }
+Result<PlanMemo::PlanPtr> CompileFrontend::plan(const CompileJob& job) const {
+  const uint64_t fingerprint = plan_memo_ ? PlanMemo::fingerprint(job) : 0;
+  if (plan_memo_) {
+    if (PlanMemo::PlanPtr known = plan_memo_->find(job, fingerprint)) return known;
+  }
+  Result<CompilePipeline::Plan> planned = pipeline_->plan(job);
+  if (!planned) return planned.error();
+  auto shared = std::make_shared<const CompilePipeline::Plan>(std::move(planned.value()));
+  if (plan_memo_) plan_memo_->remember(job, fingerprint, shared);
+  return shared;
+}
 
 std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePipeline::Plan& plan,
                                                           Clock::time_point received) const {

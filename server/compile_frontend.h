@@ -12,6 +12,7 @@
 #include "core/compile_job.h"
 #include "compile_cache.h"
 #include "compile_workers.h"
+#include "plan_memo.h"
 #include "daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
@@ -43,7 +44,8 @@ class CompileFrontend {
   // stands and hands everything else (disk, Redis, compiles: work that
   // blocks) to other threads. `received` is when the request arrived: a
   // hit's timing is the lookup as the client waited for it.
-  Result<CompilePipeline::Plan> plan(const CompileJob& job) const;
+  // Remembered for recent jobs (plan_memo.h), so a hit derives no key.
+  Result<PlanMemo::PlanPtr> plan(const CompileJob& job) const;
   // Never blocks on I/O; nullopt on a miss (counted by compile() after it).
   std::optional<CompileOutcome> memory_hit(const CompilePipeline::Plan& plan, Clock::time_point received) const;
   Result<CompileOutcome> compile(const CompileJob& job, const CompilePipeline::Plan& plan,
@@ -58,6 +60,7 @@ class CompileFrontend {
   std::shared_ptr<const CompilePipeline> pipeline_;
   std::shared_ptr<CompileCache> cache_;
   std::shared_ptr<CompileWorkers> workers_;
+  std::unique_ptr<PlanMemo> plan_memo_;  // null when a plugin hooks the key
 
   Result<Artifact> run(const CompileJob& job, const CompilePipeline::Plan& plan) const;
 };

@@ -49,12 +49,12 @@ grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* 
     reactor->Finish(to_grpc_status(job.error(), *context));
     return reactor;
   }
-  Result<CompilePipeline::Plan> plan = frontend_->plan(*job);
+  Result<PlanMemo::PlanPtr> plan = frontend_->plan(*job);
   if (!plan) {
     finish_compile(*context, *reactor, *job, plan.error(), *response, received);
     return reactor;
   }
-  if (std::optional<CompileOutcome> hit = frontend_->memory_hit(*plan, received)) {
+  if (std::optional<CompileOutcome> hit = frontend_->memory_hit(**plan, received)) {
     finish_compile(*context, *reactor, *job, std::move(*hit), *response, received);
     return reactor;
   }
@@ -62,7 +62,7 @@ grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* 
   // moved into the task, which owns them.
   blocking_work_->submit([this, context, reactor, response, received, job = std::move(*job),
                           plan = std::move(*plan)] {
-    finish_compile(*context, *reactor, job, frontend_->compile(job, plan, received), *response, received);
+    finish_compile(*context, *reactor, job, frontend_->compile(job, *plan, received), *response, received);
   });
   return reactor;
 }

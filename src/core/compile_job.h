@@ -24,6 +24,7 @@ struct CompileJob {
   // When the toolkit cannot build a cubin for the target (sm_107 with CUDA
   // 13.0), answer with the PTX for the driver to JIT instead of an error.
   bool allow_ptx_fallback = false;
+  bool operator==(const CompileJob&) const = default;
 };
 
 }  // namespace kjit
