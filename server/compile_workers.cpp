@@ -56,6 +56,11 @@ CompileWorkers::~CompileWorkers() {
   idle_.clear();
 }
 
+bool CompileWorkers::stopping() const {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
 size_t CompileWorkers::live_workers() const {
   std::lock_guard lock(mutex_);
   return live_;
@@ -99,24 +104,38 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   return Worker{pid, fds[0]};
 }
 
+void CompileWorkers::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    for (pid_t pid : busy_) ::kill(pid, SIGKILL);
+  }
+  freed_.notify_all();
+}
+
 Result<CompileWorkers::Worker> CompileWorkers::acquire() {
   std::unique_lock lock(mutex_);
-  freed_.wait(lock, [this] { return !idle_.empty() || live_ < options_.max_workers; });
+  freed_.wait(lock, [this] { return stopping_ || !idle_.empty() || live_ < options_.max_workers; });
+  if (stopping_) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
+  Result<Worker> worker = make_error(ErrorCode::internal, "no worker");
   if (!idle_.empty()) {
-    Worker worker = idle_.back();
+    worker = idle_.back();
     idle_.pop_back();
-    return worker;
+  } else {
+    // Spawned under the lock: no other socketpair is open in this process
+    // while a worker is started, so none leaks into it.
+    worker = spawn();
+    if (!worker) return worker;
+    ++live_;
   }
-  // Spawned under the lock: no other socketpair is open in this process
-  // while a worker is started, so none leaks into it.
-  Result<Worker> worker = spawn();
-  if (worker) ++live_;
+  busy_.push_back(worker->pid);
   return worker;
 }
 
 void CompileWorkers::release(Worker worker) {
   {
     std::lock_guard lock(mutex_);
+    std::erase(busy_, worker.pid);
     idle_.push_back(worker);
   }
   freed_.notify_one();
@@ -126,6 +145,7 @@ std::string CompileWorkers::discard(Worker worker, bool kill_first) {
   std::string how = reap(worker.pid, worker.fd, kill_first);
   {
     std::lock_guard lock(mutex_);
+    std::erase(busy_, worker.pid);
     --live_;
   }
   freed_.notify_one();
@@ -154,6 +174,8 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipelin
     }
     default: {
       const std::string how = discard(*worker, /*kill_first=*/true);
+      if (stopping()) return make_error(ErrorCode::unavailable, "kjitd is shutting down; the compile of " +
+                                                                     describe_job(job) + " was stopped");
       spdlog::warn("compile worker {} {} while compiling {}", worker->pid, how, describe_job(job));
       return make_error(ErrorCode::internal, "the compiler crashed while compiling " + describe_job(job) +
                                                  ": its worker process " + how +

@@ -44,6 +44,10 @@ class CompileWorkers {
 
   size_t live_workers() const;
 
+  // Kills the workers of compiles in flight (they answer UNAVAILABLE) and
+  // refuses new ones: a shutting-down daemon does not wait out a compile.
+  void stop();
+
  private:
   struct Worker {
     pid_t pid = -1;
@@ -54,12 +58,15 @@ class CompileWorkers {
   // Kills (when still running) and reaps a worker; says how it ended.
   std::string discard(Worker worker, bool kill_first);
   Result<Worker> spawn();
+  bool stopping() const;
 
   Options options_;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   std::vector<Worker> idle_;
   size_t live_ = 0;  // idle and busy
+  std::vector<pid_t> busy_;
+  bool stopping_ = false;
 };
 
 }  // namespace kjit

@@ -6,12 +6,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include "cache_service.h"
+#include "compile_workers.h"
 #include "compiler_service.h"
 #include "diagnostics_service.h"
 #include "elastic_thread_pool.h"
@@ -78,9 +82,8 @@ Status Daemon::start() {
   for (const LoadedPlugin& plugin : (*pipeline)->plugins())
     spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
                  plugin.passes.size(), plugin.edits.size());
-  std::shared_ptr<CompileWorkers> workers;
   if (config_.compile_workers > 0 && !config_.worker_command.empty()) {
-    workers = std::make_shared<CompileWorkers>(CompileWorkers::Options{
+    workers_ = std::make_shared<CompileWorkers>(CompileWorkers::Options{
         config_.worker_command, config_.worker_directory, config_.config_text, config_.config_path,
         config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s)});
     spdlog::info("compiles run in up to {} worker process(es), {} s each at most", config_.compile_workers,
@@ -89,7 +92,7 @@ Status Daemon::start() {
     spdlog::info("compiles run inside the daemon's process");
   }
   auto frontend = std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()),
-                                                          open_compile_cache(config_.cache), std::move(workers));
+                                                          open_compile_cache(config_.cache), workers_);
   blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
   compiler_service_ = std::make_unique<CompilerService>(frontend, blocking_work_);
   // The driver is looked for, never required: without it Launch answers
@@ -136,7 +139,23 @@ void Daemon::wait() {
 void Daemon::shutdown() {
   if (!server_) return;
   std::call_once(shutdown_once_, [this] {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    // Calls in flight get gRPC's grace period; a compile still running after
+    // it has its worker killed, so the shutdown never waits a compile out.
+    constexpr auto k_grace = std::chrono::seconds(5);
+    std::mutex mutex;
+    std::condition_variable shut;
+    bool done = false;
+    std::thread stop_compiles([&] {
+      std::unique_lock lock(mutex);
+      if (!shut.wait_for(lock, k_grace, [&] { return done; }) && workers_) workers_->stop();
+    });
+    server_->Shutdown(std::chrono::system_clock::now() + k_grace);
+    {
+      std::lock_guard lock(mutex);
+      done = true;
+    }
+    shut.notify_one();
+    stop_compiles.join();
     std::error_code ec;
     std::filesystem::remove(socket_path_, ec);
     spdlog::info("kjitd stopped");

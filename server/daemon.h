@@ -20,6 +20,7 @@ class LaunchService;
 class CacheService;
 class DiagnosticsService;
 class ElasticThreadPool;
+class CompileWorkers;
 
 // NVRTC also looks for quoted includes in the working directory: the daemon
 // and its compile workers run in an empty one, so no request can reach a
@@ -45,6 +46,7 @@ class Daemon {
   // Declared before the services and the server, so destroyed after them:
   // the server's shutdown waits for the calls whose work runs here.
   std::shared_ptr<ElasticThreadPool> blocking_work_;
+  std::shared_ptr<CompileWorkers> workers_;  // null: compiles run in this process
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<CacheService> cache_service_;

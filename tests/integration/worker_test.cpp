@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <atomic>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -169,6 +170,32 @@ TEST(WorkerConfig, TheConfigFileSetsTheWorkersAndTheTimeBound) {
   for (const std::string& args : children_of(daemon.pid()))
     if (args.find("--worker-fd") != std::string::npos) ++workers;
   EXPECT_EQ(workers, 1u);
+}
+
+TEST(WorkerShutdown, StoppingTheDaemonDoesNotWaitOutARunningCompile) {
+#ifndef KJIT_TEST_HAVE_TOOLKIT
+  GTEST_SKIP() << "built without the CUDA toolkit";
+#endif
+  const fs::path config = fs::temp_directory_path() / ("kjit-worker-stop-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << k_pipelines;
+  DaemonProcess daemon({"--config", config.string(), "--plugin", plugin_path("failing_pass_plugin"), "--no-cache",
+                        "--compile-timeout", "120"});
+  fs::remove(config);
+  std::optional<Result<CompileResult>> answer;
+  std::thread caller([&] {
+    auto request = llvm_request(k_llvm_vadd, "cuda:90");
+    request.pipeline = "llvm-hanging";
+    answer = Client(daemon.socket_path()).compile(request);
+  });
+  std::this_thread::sleep_for(1s);  // the compile is in its worker by now
+  const auto start = std::chrono::steady_clock::now();
+  const int status = daemon.stop();
+  const auto took = std::chrono::steady_clock::now() - start;
+  caller.join();
+  EXPECT_EQ(status, 0);
+  EXPECT_LT(took, 20s) << "the daemon waited for the hanging compile (its time bound is 120 s)";
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_FALSE(*answer) << "a hanging compile cannot have succeeded";
 }
 
 TEST(WorkerConfig, ANegativeWorkerCountIsAConfigurationError) {
