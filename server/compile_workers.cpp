@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "cache/cache_entry.h"
 #include "worker_protocol.h"
@@ -21,6 +22,8 @@ namespace {
 
 constexpr int k_worker_fd = 3;
 
+bool killed_by_signal(int status) { return WIFSIGNALED(status); }
+
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
@@ -30,15 +33,17 @@ std::string describe_exit(int status) {
   return "ended";
 }
 
-// Kills (when asked), closes and waits for a worker; says how it ended.
-std::string reap(pid_t pid, int fd, bool kill_first) {
+// Kills (when asked), closes and waits for a worker; its wait status, or
+// nullopt when it could not be reaped.
+std::optional<int> reap(pid_t pid, int fd, bool kill_first) {
   if (kill_first) ::kill(pid, SIGKILL);
   ::close(fd);
   int status = 0;
   pid_t reaped = -1;
   while ((reaped = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  return reaped == pid ? describe_exit(status) : "lost";
+  if (reaped != pid) return std::nullopt;
+  return status;
 }
 
 std::string describe_job(const CompileJob& job) {
@@ -141,8 +146,9 @@ void CompileWorkers::release(Worker worker) {
   freed_.notify_one();
 }
 
-std::string CompileWorkers::discard(Worker worker, bool kill_first) {
-  std::string how = reap(worker.pid, worker.fd, kill_first);
+CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first) {
+  const std::optional<int> status = reap(worker.pid, worker.fd, kill_first);
+  WorkerEnd how{status && killed_by_signal(*status), status ? describe_exit(*status) : "lost"};
   {
     std::lock_guard lock(mutex_);
     std::erase(busy_, worker.pid);
@@ -156,8 +162,9 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipelin
   Result<Worker> worker = acquire();
   if (!worker) return worker.error();
   if (Status sent = write_frame(worker->fd, to_worker_job(job)); !sent) {
-    const std::string how = discard(*worker, /*kill_first=*/true);
-    return make_error(ErrorCode::internal, "the compile worker for " + describe_job(job) + " was gone (" + how + ")");
+    const WorkerEnd end = discard(*worker, /*kill_first=*/true);
+    return make_error(ErrorCode::internal,
+                      "the compile worker for " + describe_job(job) + " was gone (" + end.how + ")");
   }
   std::string bytes;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
@@ -173,12 +180,15 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipelin
                             " s (limits.compile_timeout_s) and was stopped");
     }
     default: {
-      const std::string how = discard(*worker, /*kill_first=*/true);
+      const WorkerEnd end = discard(*worker, /*kill_first=*/true);
       if (stopping()) return make_error(ErrorCode::unavailable, "kjitd is shutting down; the compile of " +
                                                                      describe_job(job) + " was stopped");
-      spdlog::warn("compile worker {} {} while compiling {}", worker->pid, how, describe_job(job));
+      spdlog::warn("compile worker {} {} while compiling {}", worker->pid, end.how, describe_job(job));
+      if (!end.signaled)  // it left by itself: most likely its start-up failed
+        return make_error(ErrorCode::internal, "the compile worker for " + describe_job(job) + " " + end.how +
+                                                   " before answering; the daemon's log has its output");
       return make_error(ErrorCode::internal, "the compiler crashed while compiling " + describe_job(job) +
-                                                 ": its worker process " + how +
+                                                 ": its worker process was " + end.how +
                                                  "; kjitd is unaffected (the daemon's log has the worker's output)");
     }
   }

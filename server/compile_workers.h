@@ -55,8 +55,14 @@ class CompileWorkers {
   };
   Result<Worker> acquire();
   void release(Worker worker);
-  // Kills (when still running) and reaps a worker; says how it ended.
-  std::string discard(Worker worker, bool kill_first);
+  // How a worker process ended: killed by a signal (a crash, or our kill),
+  // or exited on its own (a failed start-up).
+  struct WorkerEnd {
+    bool signaled = false;
+    std::string how;  // "killed by signal 6 (Aborted)", "exited with status 2"
+  };
+  // Kills (when still running) and reaps a worker.
+  WorkerEnd discard(Worker worker, bool kill_first);
   Result<Worker> spawn();
   bool stopping() const;
 

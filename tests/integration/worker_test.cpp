@@ -198,6 +198,23 @@ TEST(WorkerShutdown, StoppingTheDaemonDoesNotWaitOutARunningCompile) {
   EXPECT_FALSE(*answer) << "a hanging compile cannot have succeeded";
 }
 
+TEST(WorkerStart, AWorkerThatCannotStartIsAClearErrorNotACrashReport) {
+#ifndef KJIT_TEST_HAVE_TOOLKIT
+  GTEST_SKIP() << "built without the CUDA toolkit";
+#endif
+  // The daemon loads the plugin, then it disappears: workers cannot.
+  const fs::path plugin = fs::temp_directory_path() / ("kjit-vanishing-" + std::to_string(::getpid()) + ".so");
+  fs::copy_file(plugin_path("failing_pass_plugin"), plugin, fs::copy_options::overwrite_existing);
+  DaemonProcess daemon({"--plugin", plugin.string(), "--no-cache"});
+  fs::remove(plugin);
+  auto failed = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:90"));
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().code, ErrorCode::internal);
+  EXPECT_NE(failed.error().message.find("exited with status 1"), std::string::npos) << failed.error().message;
+  EXPECT_EQ(failed.error().message.find("crashed"), std::string::npos) << failed.error().message;
+  EXPECT_TRUE(daemon.running());
+}
+
 TEST(WorkerConfig, ANegativeWorkerCountIsAConfigurationError) {
   const fs::path config = fs::temp_directory_path() / ("kjit-worker-bad-" + std::to_string(::getpid()) + ".toml");
   std::ofstream(config) << "compile_workers = -1\n";
