@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,13 @@ struct CacheEntry {
   double compile_ms = 0;     // what a hit saves; summed into "compile time saved"
   int64_t created_unix = 0;  // seconds since the epoch, when it was compiled
 };
+
+// The entry's Artifact as a pointer that keeps the whole entry alive: what a
+// cache hit hands on without copying the payload.
+inline std::shared_ptr<const Artifact> shared_artifact(std::shared_ptr<const CacheEntry> entry) {
+  const Artifact* artifact = &entry->artifact;
+  return std::shared_ptr<const Artifact>(std::move(entry), artifact);
+}
 
 // The first bytes of every entry; a file that starts otherwise is not ours.
 inline constexpr std::string_view k_entry_magic = "KJITCACH";

@@ -212,7 +212,7 @@ Result<std::optional<CacheEntry>> RedisStore::get(std::string_view key) {
   Result<std::vector<Reply>> replies =
       run({{"GET", stored_key}, {"EXPIRE", stored_key, std::to_string(options_.ttl.count())}});
   if (!replies) return replies.error();
-  const Reply& reply = replies->front();
+  Reply& reply = replies->front();
   if (reply.type == REDIS_REPLY_NIL) {
     ++misses_;
     return std::optional<CacheEntry>();
@@ -221,7 +221,7 @@ Result<std::optional<CacheEntry>> RedisStore::get(std::string_view key) {
     ++errors_;
     return make_error(ErrorCode::internal, "redis GET: " + (reply.is_error() ? reply.str : "unexpected reply"));
   }
-  Result<CacheEntry> entry = decode_entry(std::move(replies->front().str), key);
+  Result<CacheEntry> entry = decode_entry(std::move(reply.str), key);
   if (!entry) {
     ++corruptions_;
     ++misses_;

@@ -18,9 +18,7 @@ CompileOutcome hit_outcome(std::shared_ptr<const CacheEntry> entry, std::string_
   const double ms = std::chrono::duration<double, std::milli>(CompileFrontend::Clock::now() - received).count();
   std::string cache(tier);
   std::vector<StageTiming> timings = {{"cache", ms, {{"lookup-" + cache, ms}}}};
-  const Artifact* artifact = &entry->artifact;
-  return CompileOutcome{std::shared_ptr<const Artifact>(std::move(entry), artifact), std::move(cache),
-                        std::move(timings)};
+  return CompileOutcome{shared_artifact(std::move(entry)), std::move(cache), std::move(timings)};
 }
 
 CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact) {
@@ -92,8 +90,7 @@ Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const Com
   if (!outcome) return outcome.error();
   if (outcome->source != CacheSource::compiled)
     return hit_outcome(std::move(outcome->entry), to_string(outcome->source), received);
-  const Artifact* artifact = &outcome->entry->artifact;
-  return compiled_outcome(std::shared_ptr<const Artifact>(std::move(outcome->entry), artifact));
+  return compiled_outcome(shared_artifact(std::move(outcome->entry)));
 }
 
 }  // namespace kjit

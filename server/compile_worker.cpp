@@ -26,9 +26,10 @@ worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire
   if (!plan) return failure(plan.error());
   Result<Artifact> artifact = pipeline.run(*job, *plan);
   if (!artifact) return failure(artifact.error());
+  // The entry format carries the artifact and its key across; compile_ms
+  // and created_unix are the daemon's to set when it caches the result.
   CacheEntry entry;
   entry.key = plan->key.hex;
-  for (const StageTiming& stage : artifact->timings) entry.compile_ms += stage.ms;
   entry.artifact = std::move(artifact.value());
   worker::Outcome outcome;
   outcome.set_entry(encode_entry(entry));

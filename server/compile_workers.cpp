@@ -22,8 +22,6 @@ namespace {
 
 constexpr int k_worker_fd = 3;
 
-bool killed_by_signal(int status) { return WIFSIGNALED(status); }
-
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
@@ -148,7 +146,7 @@ void CompileWorkers::release(Worker worker) {
 
 CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first) {
   const std::optional<int> status = reap(worker.pid, worker.fd, kill_first);
-  WorkerEnd how{status && killed_by_signal(*status), status ? describe_exit(*status) : "lost"};
+  WorkerEnd how{status && WIFSIGNALED(*status), status ? describe_exit(*status) : "lost"};
   {
     std::lock_guard lock(mutex_);
     std::erase(busy_, worker.pid);

@@ -1,7 +1,9 @@
 #include "daemon_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include <toml++/toml.h>
 
@@ -114,6 +116,8 @@ Status read_value(const toml::node& node, const std::string& path, const std::st
 
 }  // namespace
 
+uint32_t default_compile_workers() { return std::max(2u, std::thread::hardware_concurrency()); }
+
 Status load_config_file(const std::string& path, DaemonConfig& config) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return config_error(path, "cannot be read");
@@ -149,7 +153,6 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
       auto v = node.value<int64_t>();  // 0 is meaningful: compile in the daemon
       if (!v || *v < 0 || *v > 1024) return config_error(path, "compile_workers must be an integer from 0 to 1024");
       config.compile_workers = static_cast<uint32_t>(*v);
-      config.compile_workers_given = true;
     }
     else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (k == "limits") {

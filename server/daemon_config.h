@@ -11,6 +11,9 @@
 
 namespace kjit {
 
+// One worker process per core, two at least.
+uint32_t default_compile_workers();
+
 // A toolkit for a range of targets, e.g. a newer nvJitLink for cuda:100 and up.
 struct ToolkitRange {
   uint32_t min_sm = 0, max_sm = 0;
@@ -40,9 +43,8 @@ struct DaemonConfig {
   uint64_t max_launch_bytes = 256ull << 20;      // all buffers of one Launch request
   uint64_t compile_timeout_s = 300;              // a compile running longer is stopped
   // Compiles run in this many worker processes at most (0: inside the
-  // daemon, as the tests of the pipeline do); default one per core.
-  uint32_t compile_workers = 0;
-  bool compile_workers_given = false;
+  // daemon, as the tests of the pipeline do).
+  uint32_t compile_workers = default_compile_workers();
   // A worker's command line: kjitd's own (set by main); empty: no workers.
   std::vector<std::string> worker_command;
   std::string worker_directory;  // where kjitd started: the command's relative paths resolve there

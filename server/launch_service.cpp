@@ -59,7 +59,7 @@ Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSou
     if (!cache) return make_error(ErrorCode::failed_precondition, "naming a kernel by cache key needs the compile cache, which is off");
     std::optional<CacheHit> hit = cache->tiers->get(source.key());
     if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key '" + source.key() + "'");
-    resolved.artifact = std::shared_ptr<const Artifact>(hit->entry, &hit->entry->artifact);
+    resolved.artifact = shared_artifact(std::move(hit->entry));
   }
   const std::string& name = source.kernel();
   if (resolved.artifact->kind == ArtifactKind::ptx) {

@@ -90,11 +90,7 @@ int main(int argc, char** argv) {
   if (memory_cache_bytes_given) config.cache.memory_bytes = memory_cache_bytes;
   if (disk_cache_bytes) config.cache.disk_bytes = disk_cache_bytes;
   if (!redis.empty()) config.cache.redis = redis;
-  if (app.count("--compile-workers")) {
-    config.compile_workers = compile_workers;
-    config.compile_workers_given = true;
-  }
-  if (!config.compile_workers_given) config.compile_workers = std::max(2u, std::thread::hardware_concurrency());
+  if (app.count("--compile-workers")) config.compile_workers = compile_workers;
   if (compile_timeout_s) config.compile_timeout_s = compile_timeout_s;
   // The workers' command line: this one without --config (they are sent the
   // file's text as read now).
