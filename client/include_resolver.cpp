@@ -21,244 +21,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// ---------------------------------------------------------------- scanning
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
-bool is_identifier_start(char c) {
-  // Bytes of UTF-8 sequences count as identifier characters so that they
-  // never start or end a token by accident.
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || static_cast<unsigned char>(c) >= 0x80;
-}
-
-bool is_identifier_char(char c) {
-  return is_identifier_start(c) || is_digit(c);
-}
-
-bool is_horizontal_space(char c) {
-  return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
-}
-
-bool is_raw_string_prefix(std::string_view identifier) {
-  return identifier == "R" || identifier == "LR" || identifier == "uR" || identifier == "UR" || identifier == "u8R";
-}
-
-// A single pass over the text that tracks just enough of C++'s lexical
-// structure (comments, literals, line splices, the start of a line) to tell a
-// real #include from text that only looks like one.
-class DirectiveScanner {
- public:
-  explicit DirectiveScanner(std::string_view text) : text_(text) {}
-
-  std::vector<IncludeDirective> scan() {
-    bool line_start = true;  // only whitespace and comments so far on this line
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      if (c == '\n') {
-        ++pos_;
-        ++line_;
-        line_start = true;
-      } else if (is_horizontal_space(c)) {
-        ++pos_;
-      } else if (std::size_t splice = splice_length()) {
-        pos_ += splice;
-        ++line_;
-      } else if (c == '/' && peek(1) == '/') {
-        skip_line_comment();
-      } else if (c == '/' && peek(1) == '*') {
-        skip_block_comment();
-      } else if (c == '#' && line_start) {
-        line_start = false;
-        parse_directive();
-      } else {
-        line_start = false;
-        skip_token();
-      }
-    }
-    return std::move(found_);
-  }
-
- private:
-  char peek(std::size_t ahead) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
-
-  // A backslash-newline joins two lines before anything else happens; its
-  // length at pos_, or 0.
-  std::size_t splice_length() const {
-    if (peek(0) != '\\') return 0;
-    if (peek(1) == '\n') return 2;
-    if (peek(1) == '\r' && peek(2) == '\n') return 3;
-    return 0;
-  }
-
-  // Moves one character, keeping the line count.
-  void advance() {
-    if (text_[pos_] == '\n') ++line_;
-    ++pos_;
-  }
-
-  // A // comment runs to the end of the line, and a splice carries it on.
-  void skip_line_comment() {
-    while (pos_ < text_.size() && text_[pos_] != '\n') {
-      if (std::size_t splice = splice_length()) {
-        pos_ += splice;
-        ++line_;
-      } else {
-        ++pos_;
-      }
-    }
-  }
-
-  void skip_block_comment() {
-    pos_ += 2;
-    while (pos_ < text_.size()) {
-      if (text_[pos_] == '*' && peek(1) == '/') {
-        pos_ += 2;
-        return;
-      }
-      advance();
-    }
-  }
-
-  // Literals that are not raw end at the line's end even when unterminated:
-  // an apostrophe in prose under `#if 0` or in `#error don't` must not hide
-  // the rest of the file.
-  void skip_quoted(char quote) {
-    ++pos_;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      if (c == '\n') return;
-      if (c == '\\') {
-        if (std::size_t splice = splice_length()) {
-          pos_ += splice;
-          ++line_;
-        } else {
-          pos_ = std::min(pos_ + 2, text_.size());
-        }
-        continue;
-      }
-      ++pos_;
-      if (c == quote) return;
-    }
-  }
-
-  // At the '"' of R"delim( ... )delim". Returns false, consuming nothing, when
-  // the delimiter is malformed.
-  bool skip_raw_string() {
-    const std::size_t open = text_.find('(', pos_ + 1);
-    if (open == std::string_view::npos || open - (pos_ + 1) > 16) return false;
-    const std::string_view delimiter = text_.substr(pos_ + 1, open - (pos_ + 1));
-    if (delimiter.find_first_of(" ()\\\t\v\f\r\n") != std::string_view::npos) return false;
-    const std::string closing = ")" + std::string(delimiter) + "\"";
-    const std::size_t close = text_.find(closing, open + 1);
-    const std::size_t end = close == std::string_view::npos ? text_.size() : close + closing.size();
-    while (pos_ < end) advance();
-    return true;
-  }
-
-  // A preprocessing number, so that the digit separator in 1'000 is not
-  // taken for the start of a character literal.
-  void skip_pp_number() {
-    ++pos_;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      const char next = peek(1);
-      if ((c == 'e' || c == 'E' || c == 'p' || c == 'P') && (next == '+' || next == '-')) {
-        pos_ += 2;
-      } else if (is_identifier_char(c) || c == '.') {
-        ++pos_;
-      } else if (c == '\'' && is_identifier_char(next)) {
-        pos_ += 2;
-      } else {
-        return;
-      }
-    }
-  }
-
-  void skip_token() {
-    const char c = text_[pos_];
-    if (c == '"' || c == '\'') {
-      skip_quoted(c);
-    } else if (is_identifier_start(c)) {
-      const std::size_t start = pos_;
-      while (pos_ < text_.size() && is_identifier_char(text_[pos_])) ++pos_;
-      if (peek(0) == '"' && is_raw_string_prefix(text_.substr(start, pos_ - start)) && !skip_raw_string()) {
-        skip_quoted('"');
-      }
-    } else if (is_digit(c) || (c == '.' && is_digit(peek(1)))) {
-      skip_pp_number();
-    } else {
-      ++pos_;
-    }
-  }
-
-  // Whitespace inside a directive: spaces, splices and /* */ comments, but
-  // not the newline that ends it.
-  void skip_directive_space() {
-    while (pos_ < text_.size()) {
-      if (is_horizontal_space(text_[pos_])) {
-        ++pos_;
-      } else if (std::size_t splice = splice_length()) {
-        pos_ += splice;
-        ++line_;
-      } else if (text_[pos_] == '/' && peek(1) == '*') {
-        skip_block_comment();
-      } else {
-        return;
-      }
-    }
-  }
-
-  // At a '#' that starts a line. Only `include` matters; the rest of any
-  // other directive is lexed as ordinary text, which is harmless since it
-  // cannot start a new line without a newline token.
-  void parse_directive() {
-    const std::size_t line = line_;
-    ++pos_;
-    skip_directive_space();
-    const std::size_t name_start = pos_;
-    while (pos_ < text_.size() && is_identifier_char(text_[pos_])) ++pos_;
-    if (text_.substr(name_start, pos_ - name_start) != "include") return;
-    skip_directive_space();
-    if (pos_ >= text_.size() || text_[pos_] == '\n') return;  // `#include` alone: malformed
-
-    const char open = text_[pos_];
-    if (open == '"' || open == '<') {
-      const char close = open == '"' ? '"' : '>';
-      const std::size_t start = pos_ + 1;
-      const std::size_t end = text_.find_first_of(std::string{close, '\n'}, start);
-      if (end == std::string_view::npos || text_[end] == '\n') {
-        pos_ = end == std::string_view::npos ? text_.size() : end;  // unterminated: ignore
-        return;
-      }
-      found_.push_back(
-          IncludeDirective{std::string(text_.substr(start, end - start)), open == '<', false, start, line});
-      pos_ = end + 1;
-      return;
-    }
-
-    // `#include MACRO`: keep the tokens for the warning, up to the line's end
-    // or a comment.
-    const std::size_t start = pos_;
-    std::size_t end = start;
-    while (end < text_.size() && text_[end] != '\n' &&
-           !(text_[end] == '/' && end + 1 < text_.size() && (text_[end + 1] == '/' || text_[end + 1] == '*'))) {
-      ++end;
-    }
-    std::size_t trimmed = end;
-    while (trimmed > start && is_horizontal_space(text_[trimmed - 1])) --trimmed;
-    found_.push_back(IncludeDirective{std::string(text_.substr(start, trimmed - start)), false, true, start, line});
-    pos_ = end;
-  }
-
-  std::string_view text_;
-  std::size_t pos_ = 0;
-  std::size_t line_ = 1;
-  std::vector<IncludeDirective> found_;
-};
-
 // ---------------------------------------------------------------- naming
+
+std::string spelling_of(IncludeDirective::Kind kind) {
+  switch (kind) {
+    case IncludeDirective::Kind::include:
+      return "#include";
+    case IncludeDirective::Kind::include_next:
+      return "#include_next";
+    case IncludeDirective::Kind::import:
+      return "import";
+    case IncludeDirective::Kind::has_include:
+      return "__has_include";
+  }
+  return "#include";
+}
 
 // Whether a name can be both a header name and the target of a rewritten
 // directive: the daemon refuses absolute names and ".." segments, and a name
@@ -433,10 +210,25 @@ class Resolver {
       files_[i].targets.assign(files_[i].directives.size(), -1);
       for (std::size_t d = 0; d < files_[i].directives.size(); ++d) {
         const IncludeDirective directive = files_[i].directives[d];
-        if (directive.computed) {
+        const bool followed =
+            directive.kind == IncludeDirective::Kind::include || directive.kind == IncludeDirective::Kind::has_include;
+        if (directive.computed && directive.kind == IncludeDirective::Kind::include) {
           warnings_.push_back(where(static_cast<int>(i), d) + ": computed include " + directive.target +
                               " is not followed; a header it names is sent only if an #include "
                               "spells that name too");
+          continue;
+        }
+        if (directive.computed) {
+          warnings_.push_back(where(static_cast<int>(i), d) + ": computed " + spelling_of(directive.kind) + " " +
+                              directive.target + " is not followed, and the daemon refuses it");
+          continue;
+        }
+        if (!followed) {
+          if (!is_usable_name(directive.target)) {
+            warnings_.push_back(where(static_cast<int>(i), d) + ": " + spelling_of(directive.kind) + " " +
+                                in_quotes(directive.target) +
+                                " is not followed, and the daemon refuses absolute names and \"..\"");
+          }
           continue;
         }
         const std::optional<fs::path> path = find(directive, files_[i].path);
@@ -575,7 +367,9 @@ class Resolver {
   }
 
   // The content with each resolved directive spelling its file's name. Only
-  // the text between the delimiters changes, so lines keep their numbers.
+  // the text between the delimiters changes, so lines keep their numbers. A
+  // name spelled with splices is replaced whole, splices included, and as
+  // many splices follow the new name as line ends the old one spanned.
   std::string rewritten(const FileNode& file) const {
     std::string out;
     out.reserve(file.content.size());
@@ -584,9 +378,17 @@ class Resolver {
       const IncludeDirective& directive = file.directives[d];
       const int target = file.targets[d];
       if (target < 0 || files_[target].name == directive.target) continue;
+      // Two readings of one name (with and without trigraphs) overlap; the
+      // first one rewritten wins.
+      if (directive.target_offset < copied) continue;
       out.append(file.content, copied, directive.target_offset - copied);
       out += files_[target].name;
-      copied = directive.target_offset + directive.target.size();
+      const std::string_view old_name =
+          std::string_view(file.content).substr(directive.target_offset, directive.target_length);
+      for (std::size_t at = old_name.find('\n'); at != std::string_view::npos; at = old_name.find('\n', at + 1)) {
+        out += at > 0 && old_name[at - 1] == '\r' ? "\\\r\n" : "\\\n";
+      }
+      copied = directive.target_offset + directive.target_length;
     }
     out.append(file.content, copied, std::string::npos);
     return out;
@@ -607,10 +409,6 @@ class Resolver {
 };
 
 }  // namespace
-
-std::vector<IncludeDirective> scan_include_directives(std::string_view text) {
-  return DirectiveScanner(text).scan();
-}
 
 Result<ResolvedHeaders> resolve_includes(const fs::path& source_path, std::string_view source,
                                          const std::vector<fs::path>& include_dirs, const ResolveLimits& limits) {

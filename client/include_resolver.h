@@ -23,8 +23,12 @@
 //
 // Conditional compilation is not evaluated: an include under any #if branch is
 // followed and sent when found. Sending a header that ends up unused is
-// harmless, and evaluating #if would need the daemon's macros. Computed
-// includes (`#include MACRO`) and __has_include are not followed.
+// harmless, and evaluating #if would need the daemon's macros. Directives are
+// found by the include lexer the daemon's policy uses (source/include_lexer.h),
+// so both read a text the same way. `__has_include("name")` is followed like
+// an #include, so that the probe finds on the daemon what it finds here.
+// Computed includes (`#include MACRO`), #include_next and #import are not
+// followed.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "kjit/status.h"
+#include "source/include_lexer.h"
 
 namespace kjit {
 
@@ -73,19 +78,5 @@ Result<ResolvedHeaders> resolve_includes(const std::filesystem::path& source_pat
                                          const ResolveLimits& limits);
 Result<ResolvedHeaders> resolve_includes(const std::filesystem::path& source_path, std::string_view source,
                                          const std::vector<std::filesystem::path>& include_dirs);
-
-// One #include directive found by scan_include_directives.
-struct IncludeDirective {
-  std::string target;             // the name between the delimiters, as written
-  bool angled = false;            // <target> rather than "target"
-  bool computed = false;          // `#include MACRO`: target holds the tokens, not followed
-  std::size_t target_offset = 0;  // offset of target's first character in the text
-  std::size_t line = 0;           // 1-based line of the directive
-};
-
-// The #include directives of a C++ text, skipping those inside comments,
-// string and character literals (raw strings included). A lexer, not a
-// preprocessor: #if is not evaluated and macros are not expanded.
-std::vector<IncludeDirective> scan_include_directives(std::string_view text);
 
 }  // namespace kjit

@@ -404,6 +404,51 @@ TEST_F(IncludeResolverTest, RewritingKeepsLineNumbers) {
   EXPECT_EQ(resolved->source, "#include \"__up__/x/a.h\" // first\nint two;\n#include \"__up__/x/b.h\"\nint four;\n");
 }
 
+// A name spelled across lines is replaced whole, and splices after the new
+// name keep the lines that follow where they were.
+TEST_F(IncludeResolverTest, SplicedNameIsRewrittenWhole) {
+  write("src/main.cu", "#include \"../x/\\\na.h\"\nint three;\n#include \"../x/\\\r\nb.h\"\r\n");
+  write("x/a.h", "");
+  write("x/b.h", "");
+  const Result<ResolvedHeaders> resolved = resolve("src/main.cu");
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  EXPECT_EQ(names_of(*resolved), (std::vector<std::string>{"__up__/x/a.h", "__up__/x/b.h"}));
+  EXPECT_EQ(resolved->source, "#include \"__up__/x/a.h\\\n\"\nint three;\n#include \"__up__/x/b.h\\\r\n\"\r\n");
+  expect_daemon_accepts_every_directive(*resolved);
+}
+
+// __has_include of a file found here is followed like an #include, so the
+// probe is true on the daemon as well, and its name is rewritten to match.
+TEST_F(IncludeResolverTest, HasIncludeIsFollowed) {
+  write("src/main.cu", "#if __has_include(\"../x/cfg.h\")\n#include \"../x/cfg.h\"\n#endif\n");
+  write("x/cfg.h", "#define CFG 1\n");
+  const Result<ResolvedHeaders> resolved = resolve("src/main.cu");
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  EXPECT_EQ(names_of(*resolved), (std::vector<std::string>{"__up__/x/cfg.h"}));
+  EXPECT_EQ(resolved->source, "#if __has_include(\"__up__/x/cfg.h\")\n#include \"__up__/x/cfg.h\"\n#endif\n");
+  expect_daemon_accepts_every_directive(*resolved);
+}
+
+TEST_F(IncludeResolverTest, ComputedHasIncludeWarns) {
+  write("src/main.cu", "#if __has_include(CFG)\n#endif\n");
+  const Result<ResolvedHeaders> resolved = resolve("src/main.cu");
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  ASSERT_EQ(resolved->warnings.size(), 1u);
+  EXPECT_TRUE(any_warning_contains(*resolved, "main.cu:1: computed __has_include CFG")) << resolved->warnings[0];
+}
+
+TEST_F(IncludeResolverTest, IncludeNextIsNotFollowed) {
+  write("src/main.cu", "#include_next \"next.h\"\n#include_next \"../up.h\"\n");
+  write("src/next.h", "");
+  write("up.h", "");
+  const Result<ResolvedHeaders> resolved = resolve("src/main.cu");
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  EXPECT_TRUE(resolved->headers.empty());
+  ASSERT_EQ(resolved->warnings.size(), 1u);
+  EXPECT_TRUE(any_warning_contains(*resolved, "main.cu:2: #include_next \"../up.h\" is not followed"))
+      << resolved->warnings[0];
+}
+
 #ifdef KJIT_TEST_NVRTC
 
 // The end-to-end proof: NVRTC, given only the resolver's output as
