@@ -15,15 +15,16 @@ constexpr auto k_startup_deadline = std::chrono::seconds(30);
 constexpr auto k_poll_interval = std::chrono::milliseconds(20);
 }  // namespace
 
-Result<std::unique_ptr<KjitdProcess>> KjitdProcess::start(const std::string& kjitd_path) {
+Result<std::unique_ptr<KjitdProcess>> KjitdProcess::start(const std::string& kjitd_path,
+                                                         const std::vector<std::string>& extra_args) {
   std::string dir = (std::filesystem::temp_directory_path() / "kjit-bench-XXXXXX").string();
   if (!mkdtemp(dir.data())) return make_error(ErrorCode::internal, "mkdtemp failed for " + dir);
 
   auto started = std::chrono::steady_clock::now();
-  Result<ChildProcess> child =
-      // --no-cache: the benchmark measures compiles, not cache hits.
-      ChildProcess::spawn({kjitd_path, "--socket", dir + "/kjitd.sock", "--log-level", "warn", "--no-cache"},
-                          ChildOutput::inherit);
+  // --no-cache: the benchmark measures compiles, not cache hits.
+  std::vector<std::string> args{kjitd_path, "--socket", dir + "/kjitd.sock", "--log-level", "warn", "--no-cache"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  Result<ChildProcess> child = ChildProcess::spawn(args, ChildOutput::inherit);
   if (!child) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);

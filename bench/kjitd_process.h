@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "child_process.h"
 #include "kjit/status.h"
@@ -12,9 +13,10 @@ namespace kjit::bench {
 
 class KjitdProcess {
  public:
-  // Starts `kjitd_path --socket <tmp>/kjitd.sock --log-level warn` and waits
-  // until it answers health checks with SERVING.
-  static Result<std::unique_ptr<KjitdProcess>> start(const std::string& kjitd_path);
+  // Starts `kjitd_path --socket <tmp>/kjitd.sock --log-level warn --no-cache`
+  // plus extra_args, and waits until it answers health checks with SERVING.
+  static Result<std::unique_ptr<KjitdProcess>> start(const std::string& kjitd_path,
+                                                     const std::vector<std::string>& extra_args = {});
   ~KjitdProcess();
   KjitdProcess(const KjitdProcess&) = delete;
   KjitdProcess& operator=(const KjitdProcess&) = delete;

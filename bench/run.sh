@@ -2,6 +2,7 @@
 # Builds and runs kjit's benchmarks, each printing its tables:
 #   kjit_bench_compile   kjitd vs in-process NVRTC + nvJitLink, socket round trips
 #   kjit_bench_pipeline  per-stage times of the LLVM path, pipeline machinery overhead
+#   kjit_bench_confinement  cold compiles with confined workers vs --sandbox off, worker start
 # Arguments (e.g. --reps 31) go to every benchmark. Run from anywhere inside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,4 +13,7 @@ cmake --build build --target kjit_bench_compile kjit_bench_pipeline
 build/bin/kjit_bench_compile "$@"
 echo
 build/bin/kjit_bench_pipeline "$@"
+echo
+cmake --build build --target kjit_bench_confinement
+build/bin/kjit_bench_confinement "$@"
 echo; cmake --build build --target kjit_bench_cache && build/bin/kjit_bench_cache  # its own options (--quick), not --reps

@@ -325,4 +325,28 @@ Result<std::string> Client::health() const {
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
+Result<DaemonStatus> Client::status() const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::GetStatusRequest request;
+  v1::GetStatusResponse response;
+  grpc::Status status = impl_->diagnostics->GetStatus(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  DaemonStatus out;
+  out.version = response.version();
+  out.confinement_mode = response.confinement().mode();
+  out.confinement = response.confinement().description();
+  out.worker_confinement = response.confinement().worker_confinement();
+  out.memory_bytes = response.bounds().memory_bytes();
+  out.cpu_seconds = response.bounds().cpu_seconds();
+  out.open_files = response.bounds().open_files();
+  out.output_bytes = response.bounds().output_bytes();
+  out.timeout_seconds = response.bounds().timeout_seconds();
+  out.max_workers = response.workers().max_workers();
+  out.live_workers = response.workers().live_workers();
+  out.workers_started = response.workers().started();
+  out.last_worker_start_ms = response.workers().last_start_ms();
+  return out;
+}
+
 }  // namespace kjit

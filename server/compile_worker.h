@@ -1,23 +1,28 @@
-// A compile worker process's side (kjitd --worker-fd N): read a job, plan and
-// run it, answer with the artifact or the error, until the daemon closes the
-// socket. A compiler that crashes or hangs takes this process down, never
-// the daemon (DESIGN.md rule 5).
+// A compile worker process's side (kjitd --worker-fd N): build the pipeline,
+// confine itself, then read a job, plan and run it within the compile
+// bounds, and answer with the artifact or the error, until the daemon closes
+// the socket. A compiler that crashes or hangs takes this process down,
+// never the daemon.
 #pragma once
 
 #include <string>
 
+#include "daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
 namespace kjit {
 
 // The first message from the daemon: its configuration file's text (empty
-// when it runs without one) and the file's path.
+// when it runs without one), the file's path, and the worker's private
+// directory.
 struct WorkerSetup {
-  std::string config_text, config_path;
+  std::string config_text, config_path, private_dir;
 };
 Result<WorkerSetup> read_worker_setup(int fd);
 
-// Returns the process's exit code: 0 when the daemon closed the socket.
-int run_compile_worker(const CompilePipeline& pipeline, int fd);
+// The whole life of a worker process, from its configuration to the daemon
+// closing the socket. Returns the process's exit code: 0 when the daemon
+// closed the socket or a bound ended the worker after its answer.
+int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int fd);
 
 }  // namespace kjit

@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "cache/cache_entry.h"
+#include "compile_bounds.h"
 #include "worker_protocol.h"
 
 extern char** environ;
@@ -21,6 +24,9 @@ namespace kjit {
 namespace {
 
 constexpr int k_worker_fd = 3;
+// Loading NVRTC, nvJitLink, LLVM and the plugins takes well under a second;
+// a worker not ready after this is stuck.
+constexpr auto k_ready_timeout = std::chrono::seconds(60);
 
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) {
@@ -31,7 +37,7 @@ std::string describe_exit(int status) {
   return "ended";
 }
 
-// Kills (when asked), closes and waits for a worker; its wait status, or
+// Kills (when asked), closes and waits for a process; its wait status, or
 // nullopt when it could not be reaped.
 std::optional<int> reap(pid_t pid, int fd, bool kill_first) {
   if (kill_first) ::kill(pid, SIGKILL);
@@ -42,6 +48,21 @@ std::optional<int> reap(pid_t pid, int fd, bool kill_first) {
   }
   if (reaped != pid) return std::nullopt;
   return status;
+}
+
+// A directory only this worker may write in; its files go with it.
+Result<std::string> make_private_dir() {
+  std::error_code ec;
+  std::string pattern = (std::filesystem::temp_directory_path(ec) / "kjit-worker-XXXXXX").string();
+  if (ec || !::mkdtemp(pattern.data()))
+    return make_error(ErrorCode::internal,
+                      std::string("compile worker: cannot make its private directory: ") + std::strerror(errno));
+  return pattern;
+}
+
+std::string with_last_output(std::string message, const std::string& last_output) {
+  if (last_output.empty()) return message + " (it wrote nothing to stderr)";
+  return message + "; its last output:\n" + last_output;
 }
 
 std::string describe_job(const CompileJob& job) {
@@ -55,7 +76,7 @@ CompileWorkers::CompileWorkers(Options options) : options_(std::move(options)) {
 CompileWorkers::~CompileWorkers() {
   std::lock_guard lock(mutex_);
   // Every job has returned its worker by now (the server shut down first).
-  for (Worker& worker : idle_) reap(worker.pid, worker.fd, /*kill_first=*/false);  // it reads EOF and exits
+  for (Worker& worker : idle_) end_of(worker, /*kill_first=*/false);  // it reads EOF and exits
   idle_.clear();
 }
 
@@ -70,9 +91,17 @@ size_t CompileWorkers::live_workers() const {
 }
 
 Result<CompileWorkers::Worker> CompileWorkers::spawn() {
-  int fds[2];
+  const auto began = std::chrono::steady_clock::now();
+  Result<std::string> private_dir = make_private_dir();
+  if (!private_dir) return private_dir.error();
+  int fds[2], err[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     return make_error(ErrorCode::internal, std::string("compile worker: socketpair: ") + std::strerror(errno));
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return make_error(ErrorCode::internal, std::string("compile worker: pipe: ") + std::strerror(errno));
+  }
   int child_end = fds[1];
   if (child_end == k_worker_fd) {  // dup2 onto itself would leave FD_CLOEXEC set
     child_end = ::fcntl(fds[1], F_DUPFD_CLOEXEC, k_worker_fd + 1);
@@ -80,8 +109,10 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  // dup2 clears FD_CLOEXEC on the copy: fd 3 is the only one the worker gets.
+  // dup2 clears FD_CLOEXEC on the copies: fd 3 and stderr are all the
+  // worker gets.
   posix_spawn_file_actions_adddup2(&actions, child_end, k_worker_fd);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
   if (!options_.directory.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.directory.c_str());
   std::vector<std::string> args = options_.command;
   args.insert(args.end(), {"--worker-fd", std::to_string(k_worker_fd)});
@@ -92,19 +123,32 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(child_end);
+  ::close(err[1]);
   if (spawned != 0) {
     ::close(fds[0]);
+    ::close(err[0]);
+    std::error_code ec;
+    std::filesystem::remove_all(*private_dir, ec);
     return make_error(ErrorCode::internal, std::string("compile worker: cannot start: ") + std::strerror(spawned));
   }
+  Worker worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir};
   worker::Setup setup;
   setup.set_config_text(options_.config_text);
   setup.set_config_path(options_.config_path);
-  if (Status sent = write_frame(fds[0], setup); !sent) {
-    reap(pid, fds[0], /*kill_first=*/true);
-    return make_error(ErrorCode::internal, "compile worker: exited before its setup");
+  setup.set_private_dir(worker.private_dir);
+  std::string bytes;
+  worker::Ready ready;
+  if (!write_frame(worker.fd, setup) ||
+      read_frame(worker.fd, bytes, std::chrono::steady_clock::now() + k_ready_timeout) != FrameRead::ok ||
+      !ready.ParseFromString(bytes)) {
+    const WorkerEnd end = end_of(worker, /*kill_first=*/true);
+    return make_error(ErrorCode::internal, with_last_output("a compile worker could not start: it " + end.how,
+                                                            end.last_output));
   }
-  spdlog::debug("compile worker {} started", pid);
-  return Worker{pid, fds[0]};
+  const auto start_time = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
+  spdlog::debug("compile worker {} ready in {} ms, {}", pid, start_time.count() / 1000.0, ready.confinement());
+  last_start_ = StartReport{ready.confinement(), start_time, last_start_.started + 1};  // spawn() runs under mutex_
+  return worker;
 }
 
 void CompileWorkers::stop() {
@@ -144,16 +188,33 @@ void CompileWorkers::release(Worker worker) {
   freed_.notify_one();
 }
 
-CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first) {
+CompileWorkers::WorkerEnd CompileWorkers::end_of(const Worker& worker, bool kill_first) const {
   const std::optional<int> status = reap(worker.pid, worker.fd, kill_first);
-  WorkerEnd how{status && WIFSIGNALED(*status), status ? describe_exit(*status) : "lost"};
+  worker.output->wait_for_end();  // everything it wrote, up to its death, is read
+  std::error_code ec;
+  std::filesystem::remove_all(worker.private_dir, ec);
+  WorkerEnd end;
+  end.signaled = status && WIFSIGNALED(*status);
+  end.how = status ? describe_exit(*status) : "lost";
+  end.last_output = worker.output->last_lines();
+  end.bound = bound_crossed(status, end.last_output, options_.bounds);
+  return end;
+}
+
+CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first) {
+  WorkerEnd end = end_of(worker, kill_first);
   {
     std::lock_guard lock(mutex_);
     std::erase(busy_, worker.pid);
     --live_;
   }
   freed_.notify_one();
-  return how;
+  return end;
+}
+
+CompileWorkers::StartReport CompileWorkers::last_start() const {
+  std::lock_guard lock(mutex_);
+  return last_start_;
 }
 
 Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipeline::Plan& plan) {
@@ -162,7 +223,7 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipelin
   if (Status sent = write_frame(worker->fd, to_worker_job(job)); !sent) {
     const WorkerEnd end = discard(*worker, /*kill_first=*/true);
     return make_error(ErrorCode::internal,
-                      "the compile worker for " + describe_job(job) + " was gone (" + end.how + ")");
+                      "the compile worker for " + describe_job(job) + " was gone (" + end.how + ")", end.last_output);
   }
   std::string bytes;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
@@ -170,24 +231,33 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipelin
     case FrameRead::ok:
       break;
     case FrameRead::timed_out: {
-      discard(*worker, /*kill_first=*/true);
+      const WorkerEnd end = discard(*worker, /*kill_first=*/true);
       const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count();
       spdlog::warn("compile of {} ran past {} s; its worker was killed", describe_job(job), seconds);
       return make_error(ErrorCode::deadline_exceeded,
                         "the compile of " + describe_job(job) + " ran longer than " + std::to_string(seconds) +
-                            " s (limits.compile_timeout_s) and was stopped");
+                            " s (limits.compile_timeout_s) and was stopped",
+                        end.last_output);
     }
     default: {
       const WorkerEnd end = discard(*worker, /*kill_first=*/true);
       if (stopping()) return make_error(ErrorCode::unavailable, "kjitd is shutting down; the compile of " +
                                                                      describe_job(job) + " was stopped");
       spdlog::warn("compile worker {} {} while compiling {}", worker->pid, end.how, describe_job(job));
+      if (end.bound)
+        return make_error(ErrorCode::resource_exhausted,
+                          "the compile of " + describe_job(job) + " was stopped: " + *end.bound, end.last_output);
       if (!end.signaled)  // it left by itself: most likely its start-up failed
-        return make_error(ErrorCode::internal, "the compile worker for " + describe_job(job) + " " + end.how +
-                                                   " before answering; the daemon's log has its output");
-      return make_error(ErrorCode::internal, "the compiler crashed while compiling " + describe_job(job) +
-                                                 ": its worker process was " + end.how +
-                                                 "; kjitd is unaffected (the daemon's log has the worker's output)");
+        return make_error(ErrorCode::internal,
+                          with_last_output("the compile worker for " + describe_job(job) + " " + end.how +
+                                               " before answering",
+                                           end.last_output),
+                          end.last_output);
+      return make_error(ErrorCode::internal,
+                        with_last_output("the compiler crashed while compiling " + describe_job(job) +
+                                             ": its worker process was " + end.how + "; kjitd is unaffected",
+                                         end.last_output),
+                        end.last_output);
     }
   }
   worker::Outcome outcome;
@@ -195,12 +265,28 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipelin
     discard(*worker, /*kill_first=*/true);
     return make_error(ErrorCode::internal, "compile worker: an answer does not parse");
   }
-  release(*worker);
   if (outcome.has_failure()) {
     const worker::Failure& f = outcome.failure();
+    if (f.bound_exceeded()) {
+      discard(*worker, /*kill_first=*/true);  // it leaves after this answer anyway
+      return make_error(ErrorCode::resource_exhausted, f.message(), f.log());
+    }
+    // A toolchain that survived a failed allocation said so on stderr
+    // ("ptxas fatal: Memory allocation failure"): that is the memory bound,
+    // and the worker, whose heap may be in any state, goes.
+    worker->output->wait_for_job_end(std::chrono::seconds(2));
+    const std::string output = worker->output->last_lines();
+    if (std::optional<std::string> bound = bound_crossed(std::nullopt, output + f.message(), options_.bounds)) {
+      discard(*worker, /*kill_first=*/true);
+      return make_error(ErrorCode::resource_exhausted, "the compile of " + describe_job(job) + " was stopped: " +
+                                                           *bound + " (" + f.message() + ")",
+                        f.log().empty() ? output : f.log() + "\n" + output);
+    }
+    release(*worker);
     const bool known = f.code() >= 0 && f.code() <= static_cast<int32_t>(ErrorCode::internal);
     return make_error(known ? static_cast<ErrorCode>(f.code()) : ErrorCode::internal, f.message(), f.log());
   }
+  release(*worker);
   Result<CacheEntry> entry = decode_entry(std::move(*outcome.mutable_entry()), plan.key.hex);
   if (!entry)
     return make_error(ErrorCode::internal, "compile worker answered with an unusable artifact (" +

@@ -1,21 +1,26 @@
-// The daemon's side of compiling in worker processes (DESIGN.md rule 5): a
-// pool of kjitd processes started with --worker-fd, each running one compile
-// at a time. A worker that crashes (LLVM's aborts, a plugin's segfault) or
+// The daemon's side of compiling in worker processes: a pool of kjitd
+// processes started with --worker-fd, each confined to what compiling needs
+// and running one compile at a time within its resource bounds. A worker
+// that crashes (LLVM's aborts, a plugin's segfault), crosses a bound or
 // outlives the compile time bound is reaped and replaced; the request gets a
-// clear error and the daemon goes on.
+// clear error with the worker's last words, and the daemon goes on.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/artifact.h"
 #include "core/compile_job.h"
+#include "daemon_config.h"
 #include "pipeline/compile_pipeline.h"
+#include "worker_output.h"
 
 namespace kjit {
 
@@ -31,6 +36,9 @@ class CompileWorkers {
     std::string config_text, config_path;
     size_t max_workers = 2;                     // compiles at once; more wait for a worker
     std::chrono::milliseconds timeout{300'000};  // a compile longer than this is stopped
+    // The bounds each worker applies to itself (it reads them from the same
+    // configuration); here to name the bound a dead worker crossed.
+    CompileBounds bounds;
   };
   explicit CompileWorkers(Options options);
   // Closes every worker's socket (they exit on it) and reaps them.
@@ -44,6 +52,15 @@ class CompileWorkers {
 
   size_t live_workers() const;
 
+  // How the most recently started worker said it is confined, and how long
+  // it took to get ready; empty before the first worker.
+  struct StartReport {
+    std::string confinement;
+    std::chrono::microseconds start_time{0};
+    uint64_t started = 0;  // workers started so far
+  };
+  StartReport last_start() const;
+
   // Kills the workers of compiles in flight (they answer UNAVAILABLE) and
   // refuses new ones: a shutting-down daemon does not wait out a compile.
   void stop();
@@ -52,6 +69,8 @@ class CompileWorkers {
   struct Worker {
     pid_t pid = -1;
     int fd = -1;  // the daemon's end of the socketpair
+    std::shared_ptr<WorkerOutput> output;  // its stderr
+    std::string private_dir;               // its only writable directory, removed with it
   };
   Result<Worker> acquire();
   void release(Worker worker);
@@ -60,8 +79,13 @@ class CompileWorkers {
   struct WorkerEnd {
     bool signaled = false;
     std::string how;  // "killed by signal 6 (Aborted)", "exited with status 2"
+    std::optional<std::string> bound;  // the resource bound it crossed, if that is why it ended
+    std::string last_output;           // its last lines on stderr during this job
   };
-  // Kills (when still running) and reaps a worker.
+  // Kills (when asked) and reaps a worker, reads the rest of its output and
+  // removes its private directory.
+  WorkerEnd end_of(const Worker& worker, bool kill_first) const;
+  // end_of, and the worker no longer counts.
   WorkerEnd discard(Worker worker, bool kill_first);
   Result<Worker> spawn();
   bool stopping() const;
@@ -73,6 +97,7 @@ class CompileWorkers {
   size_t live_ = 0;  // idle and busy
   std::vector<pid_t> busy_;
   bool stopping_ = false;
+  StartReport last_start_;
 };
 
 }  // namespace kjit

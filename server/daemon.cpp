@@ -22,6 +22,7 @@
 #include "launch/cuda_driver.h"
 #include "launch_service.h"
 #include "pipeline_setup.h"
+#include "worker_confinement.h"
 #include "kjit/socket_path.h"
 
 namespace kjit {
@@ -83,13 +84,17 @@ Status Daemon::start() {
     spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
                  plugin.passes.size(), plugin.edits.size());
   if (config_.compile_workers > 0 && !config_.worker_command.empty()) {
+    Result<std::string> confinement = check_worker_confinement(config_);
+    if (!confinement) return confinement.error();
+    confinement_ = std::move(confinement.value());
     workers_ = std::make_shared<CompileWorkers>(CompileWorkers::Options{
         config_.worker_command, config_.worker_directory, config_.config_text, config_.config_path,
-        config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s)});
-    spdlog::info("compiles run in up to {} worker process(es), {} s each at most", config_.compile_workers,
-                 config_.compile_timeout_s);
+        config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s), config_.compile_bounds});
+    spdlog::info("compiles run in up to {} worker process(es), {} s each at most; {}", config_.compile_workers,
+                 config_.compile_timeout_s, confinement_);
   } else {
-    spdlog::info("compiles run inside the daemon's process");
+    confinement_ = "none: compiles run inside the daemon's process (compile_workers = 0), unconfined";
+    spdlog::warn("{}", confinement_);
   }
   auto frontend = std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()),
                                                           open_compile_cache(config_.cache), workers_);
@@ -101,7 +106,7 @@ Status Daemon::start() {
   if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
   launch_service_ = std::make_unique<LaunchService>(frontend, driver);
   cache_service_ = std::make_unique<CacheService>(frontend);
-  diagnostics_service_ = std::make_unique<DiagnosticsService>();
+  diagnostics_service_ = std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_}, workers_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -43,6 +43,7 @@ class Daemon {
  private:
   DaemonConfig config_;
   std::string socket_path_;
+  std::string confinement_;  // how compiles are confined, for the status RPC
   // Declared before the services and the server, so destroyed after them:
   // the server's shutdown waits for the calls whose work runs here.
   std::shared_ptr<ElasticThreadPool> blocking_work_;

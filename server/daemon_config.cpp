@@ -116,6 +116,8 @@ Status read_value(const toml::node& node, const std::string& path, const std::st
 
 }  // namespace
 
+bool is_sandbox_mode(const std::string& mode) { return mode == "landlock" || mode == "off"; }
+
 uint32_t default_compile_workers() { return std::max(2u, std::thread::hardware_concurrency()); }
 
 Status load_config_file(const std::string& path, DaemonConfig& config) {
@@ -145,6 +147,11 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     else if (k == "default_target") s = read_value(node, path, k, config.default_target);
     else if (k == "cuda_home") s = read_value(node, path, k, config.cuda_home);
     else if (k == "log_level") s = read_value(node, path, k, config.log_level);
+    else if (k == "sandbox") {
+      s = read_value(node, path, k, config.sandbox);
+      if (s && !is_sandbox_mode(config.sandbox))
+        return config_error(path, "sandbox must be \"landlock\" or \"off\", not \"" + config.sandbox + "\"");
+    }
     else if (k == "plugins") s = read_strings(node, path, k, config.plugins);
     else if (k == "llvm_pass_plugins") s = read_strings(node, path, k, config.llvm_pass_plugins);
     else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
@@ -168,6 +175,10 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
         else if (lk == "max_name_expressions") s = read_value(lnode, path, full, config.max_name_expressions);
         else if (lk == "max_launch_bytes") s = read_value(lnode, path, full, config.max_launch_bytes);
         else if (lk == "compile_timeout_s") s = read_value(lnode, path, full, config.compile_timeout_s);
+        else if (lk == "compile_memory_bytes") s = read_value(lnode, path, full, config.compile_bounds.memory_bytes);
+        else if (lk == "compile_cpu_seconds") s = read_value(lnode, path, full, config.compile_bounds.cpu_seconds);
+        else if (lk == "compile_open_files") s = read_value(lnode, path, full, config.compile_bounds.open_files);
+        else if (lk == "compile_output_bytes") s = read_value(lnode, path, full, config.compile_bounds.output_bytes);
         else return config_error(path, "unknown key " + full);
         if (!s) return s;
       }

@@ -11,8 +11,25 @@
 
 namespace kjit {
 
+// "landlock" or "off", the values of `sandbox`.
+bool is_sandbox_mode(const std::string& mode);
+
 // One worker process per core, two at least.
 uint32_t default_compile_workers();
+
+// What one compile may use in its worker process. A compile past a bound is
+// stopped and answered RESOURCE_EXHAUSTED naming the bound.
+struct CompileBounds {
+  // Address space a compile may add to a ready worker (the toolchains a
+  // worker has mapped, about 1 GiB of address space but little memory, are
+  // not counted). 4 GiB: two workers on a 2-core machine with 8-16 GiB.
+  // Not enforced in AddressSanitizer builds, whose shadow memory the limit
+  // would count.
+  uint64_t memory_bytes = 4ull << 30;
+  uint64_t cpu_seconds = 300;            // CPU time of one compile
+  uint64_t open_files = 512;             // file descriptors a worker may hold
+  uint64_t output_bytes = 256ull << 20;  // the artifact, and any file a toolchain writes
+};
 
 // A toolkit for a range of targets, e.g. a newer nvJitLink for cuda:100 and up.
 struct ToolkitRange {
@@ -42,6 +59,11 @@ struct DaemonConfig {
   uint32_t max_name_expressions = 1024;
   uint64_t max_launch_bytes = 256ull << 20;      // all buffers of one Launch request
   uint64_t compile_timeout_s = 300;              // a compile running longer is stopped
+  CompileBounds compile_bounds;                  // [limits] compile_* : what one compile may use
+  // How compile workers are confined: "landlock" (Landlock, seccomp and
+  // no_new_privs; kjitd refuses to start where the kernel lacks them) or
+  // "off" (unconfined, logged as a warning).
+  std::string sandbox = "landlock";
   // Compiles run in this many worker processes at most (0: inside the
   // daemon, as the tests of the pipeline do).
   uint32_t compile_workers = default_compile_workers();
@@ -70,7 +92,8 @@ struct DaemonConfig {
 //   default_target = "cuda:90"
 //   cuda_home = "/usr/local/cuda"
 //   log_level = "info"
-//   compile_workers = 8            # worker processes (0: compile in the daemon)
+//   compile_workers = 8            # worker processes (0: compile in the daemon, unconfined)
+//   sandbox = "landlock"           # or "off": workers unconfined (a warning at start)
 //   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
 //   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
 //   [limits]
@@ -80,6 +103,10 @@ struct DaemonConfig {
 //   max_options = 256
 //   max_name_expressions = 1024
 //   compile_timeout_s = 300
+//   compile_memory_bytes = 4294967296   # address space one compile may add to its worker
+//   compile_cpu_seconds = 300
+//   compile_open_files = 512
+//   compile_output_bytes = 268435456
 //   [cache]
 //   enabled = true
 //   memory_bytes = 268435456

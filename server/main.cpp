@@ -16,7 +16,6 @@
 #include "compile_worker.h"
 #include "daemon.h"
 #include "daemon_config.h"
-#include "pipeline_setup.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kjitd — the kjit JIT kernel compilation daemon"};
@@ -50,12 +49,27 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--compile-timeout", compile_timeout_s, "stop a compile after this many seconds (default 300)")
       ->check(CLI::PositiveNumber);
+  std::string sandbox;
+  app.add_option("--sandbox", sandbox, "confine compile workers: landlock (default) or off")
+      ->check(CLI::IsMember({"landlock", "off"}));
+  kjit::CompileBounds bounds;
+  app.add_option("--compile-memory", bounds.memory_bytes,
+                 "address space one compile may add to its worker, in bytes (default 4 GiB)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--compile-cpu-seconds", bounds.cpu_seconds, "CPU time of one compile (default 300)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--compile-open-files", bounds.open_files, "file descriptors of one worker (default 512)")
+      ->check(CLI::Range(uint64_t{16}, uint64_t{1} << 20));
+  app.add_option("--compile-output-bytes", bounds.output_bytes,
+                 "largest artifact or file a compile may write (default 256 MiB)")
+      ->check(CLI::PositiveNumber);
   // Internal: kjitd starts its own compile workers with this (see compile_workers.h).
   int worker_fd = -1;
   app.add_option("--worker-fd", worker_fd)->group("");
   CLI11_PARSE(app, argc, argv);
 
   kjit::DaemonConfig config;
+  kjit::WorkerSetup worker_setup;
   if (worker_fd >= 0) {
     // A worker reads the configuration the daemon read at its start, not
     // the file as it may be now.
@@ -64,6 +78,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "kjitd worker: {}\n", setup.error().message);
       return 2;
     }
+    worker_setup = setup.value();
     if (!setup->config_text.empty()) {
       if (kjit::Status s = kjit::load_config_text(setup->config_text, setup->config_path, config); !s) {
         fmt::print(stderr, "kjitd worker: {}\n", s.error().message);
@@ -92,6 +107,11 @@ int main(int argc, char** argv) {
   if (!redis.empty()) config.cache.redis = redis;
   if (app.count("--compile-workers")) config.compile_workers = compile_workers;
   if (compile_timeout_s) config.compile_timeout_s = compile_timeout_s;
+  if (!sandbox.empty()) config.sandbox = sandbox;
+  if (app.count("--compile-memory")) config.compile_bounds.memory_bytes = bounds.memory_bytes;
+  if (app.count("--compile-cpu-seconds")) config.compile_bounds.cpu_seconds = bounds.cpu_seconds;
+  if (app.count("--compile-open-files")) config.compile_bounds.open_files = bounds.open_files;
+  if (app.count("--compile-output-bytes")) config.compile_bounds.output_bytes = bounds.output_bytes;
   // The workers' command line: this one without --config (they are sent the
   // file's text as read now).
   for (int i = 0; i < argc; ++i) {
@@ -136,15 +156,17 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
 
   if (worker_fd >= 0) {
+    // The daemon logs each line a worker writes with its own time and the
+    // worker's pid, and keeps the last ones for the request's error.
+    logger->set_pattern("%l: %v");
     // A worker says what the daemon already said at start-up only when asked.
     spdlog::set_level(std::max(spdlog::level::from_str(config.log_level), spdlog::level::warn));
-    auto pipeline = kjit::make_compile_pipeline(config);
-    if (!pipeline) {
-      spdlog::error("{}", pipeline.error().message);
-      return 1;
-    }
-    kjit::enter_empty_directory(config);
-    return kjit::run_compile_worker(**pipeline, worker_fd);
+    const int code = kjit::run_worker_process(config, worker_setup, worker_fd);
+    // A confined worker cannot run exit-time checks that inspect processes
+    // (LeakSanitizer needs ptrace): it leaves at once.
+    spdlog::default_logger()->flush();
+    std::fflush(stderr);
+    std::_Exit(code);
   }
 
   // Signals are taken by one thread with sigwait, so shutdown runs outside a

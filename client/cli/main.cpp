@@ -12,12 +12,34 @@
 
 namespace {
 
-int run_health(const std::string& socket_path) {
+void print_status(const kjit::DaemonStatus& s) {
+  std::printf("version: %s\n", s.version.c_str());
+  std::printf("confinement: %s\n", s.confinement_mode.c_str());
+  std::printf("  %s\n", s.confinement.c_str());
+  if (s.confinement_mode != "in-process")
+    std::printf("  last worker: %s\n",
+                s.worker_confinement.empty() ? "none started yet" : s.worker_confinement.c_str());
+  std::printf("workers: %u at most, %u running, %llu started", s.max_workers, s.live_workers,
+              static_cast<unsigned long long>(s.workers_started));
+  if (s.workers_started) std::printf(", last ready in %.1f ms", s.last_worker_start_ms);
+  std::printf("\nbounds per compile: memory %llu bytes, CPU %llu s, %llu open files, output %llu bytes, "
+              "time %llu s\n",
+              static_cast<unsigned long long>(s.memory_bytes), static_cast<unsigned long long>(s.cpu_seconds),
+              static_cast<unsigned long long>(s.open_files), static_cast<unsigned long long>(s.output_bytes),
+              static_cast<unsigned long long>(s.timeout_seconds));
+}
+
+int run_health(const std::string& socket_path, bool verbose) {
   kjit::Client client(socket_path, {std::chrono::seconds(10)});
-  kjit::Result<std::string> status = client.health();
-  if (!status) return kjit::cli::report_error(status.error(), socket_path);
-  std::printf("%s\n", status->c_str());
-  return *status == "SERVING" ? kjit::cli::k_exit_ok : kjit::cli::k_exit_compile_error;
+  kjit::Result<std::string> health = client.health();
+  if (!health) return kjit::cli::report_error(health.error(), socket_path);
+  std::printf("%s\n", health->c_str());
+  if (verbose) {
+    kjit::Result<kjit::DaemonStatus> status = client.status();
+    if (!status) return kjit::cli::report_error(status.error(), socket_path);
+    print_status(*status);
+  }
+  return *health == "SERVING" ? kjit::cli::k_exit_ok : kjit::cli::k_exit_compile_error;
 }
 
 }  // namespace
@@ -34,6 +56,8 @@ int main(int argc, char** argv) {
   compile->add_option("--socket,-s", socket, "kjitd's unix socket");
   CLI::App* health = app.add_subcommand("health", "ask kjitd whether it is serving");
   health->add_option("--socket,-s", socket, "kjitd's unix socket");
+  bool health_verbose = false;
+  health->add_flag("--verbose,-v", health_verbose, "also how compiles are confined and bounded");
   kjit::cli::PipelineShowArgs pipeline_args;
   CLI::App* pipeline_show = nullptr;
   CLI::App* pipeline = kjit::cli::add_pipeline_command(app, pipeline_args, &pipeline_show);
@@ -59,7 +83,7 @@ int main(int argc, char** argv) {
 
   std::string socket_path = kjit::resolve_socket_path(socket);
   if (*compile) return kjit::cli::run_compile(compile_args, socket_path);
-  if (*health) return run_health(socket_path);
+  if (*health) return run_health(socket_path, health_verbose);
   if (*cache) return kjit::cli::run_cache(cache_args, socket_path);
   if (*plan) return kjit::cli::run_plan(plan_args, socket_path);
   if (*launch) return kjit::cli::run_launch(launch_args, socket_path);

@@ -147,6 +147,19 @@ struct KeyExplanation {
   std::vector<Difference> differences;
 };
 
+// The daemon's status (`kjit health --verbose`): how compiles are confined
+// and what each may use.
+struct DaemonStatus {
+  std::string version;
+  std::string confinement_mode;         // "landlock", "off" or "in-process"
+  std::string confinement;              // what the daemon checked at start
+  std::string worker_confinement;       // what the last worker started applied; empty before one started
+  uint64_t memory_bytes = 0, cpu_seconds = 0, open_files = 0, output_bytes = 0, timeout_seconds = 0;
+  uint32_t max_workers = 0, live_workers = 0;
+  uint64_t workers_started = 0;
+  double last_worker_start_ms = 0;
+};
+
 struct ClientOptions {
   // Per call; a compile of a large kernel can take many seconds.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -191,6 +204,7 @@ class Client {
 
   // "SERVING" when the daemon is up.
   Result<std::string> health() const;
+  Result<DaemonStatus> status() const;
 
  private:
   struct Impl;

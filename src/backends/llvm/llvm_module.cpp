@@ -24,6 +24,15 @@
 namespace kjit {
 namespace {
 
+// The reason of the last report_fatal_error on this thread, so a recovered
+// fatal error reaches the request in LLVM's own words ("Cannot select: ...").
+thread_local std::string t_fatal_reason;
+
+void remember_fatal_error(void*, const char* reason, bool) {
+  t_fatal_reason = reason;
+  llvm::errs() << "LLVM ERROR: " << reason << "\n";  // what LLVM prints without a handler
+}
+
 void initialize_llvm_once() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -33,6 +42,7 @@ void initialize_llvm_once() {
     LLVMInitializeNVPTXAsmPrinter();
     // Lets RunSafely turn crashes and report_fatal_error into a return.
     llvm::CrashRecoveryContext::Enable();
+    llvm::install_fatal_error_handler(remember_fatal_error);
   });
 }
 
@@ -124,11 +134,15 @@ std::string write_bitcode(const llvm::Module& module) {
 Status run_llvm_guarded(std::string_view what, const std::function<Status()>& body) {
   initialize_llvm_once();
   Status result = Ok{};
+  t_fatal_reason.clear();
   llvm::CrashRecoveryContext context;
   bool completed = context.RunSafely([&] { result = body(); });
   if (!completed) {
-    return make_error(ErrorCode::internal, "LLVM failed inside " + std::string(what) +
-                                               " (fatal error or crash; recovered, the input may trigger an LLVM bug)");
+    const std::string reason = t_fatal_reason.empty() ? std::string("a crash") : "LLVM ERROR: " + t_fatal_reason;
+    return make_error(ErrorCode::internal,
+                      "LLVM failed inside " + std::string(what) + ": " + reason +
+                          " (recovered; the input may use what the target lacks, or trigger an LLVM bug)",
+                      reason);
   }
   return result;
 }

@@ -18,10 +18,12 @@ std::string program_log(const NvrtcApi& api, nvrtcProgram program) {
 }
 
 Error nvrtc_failure(const NvrtcApi& api, nvrtcResult result, std::string what, std::string log = {}) {
-  return make_error(result == NVRTC_ERROR_COMPILATION || result == NVRTC_ERROR_INVALID_OPTION ||
-                            result == NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID
-                        ? ErrorCode::invalid_argument
-                        : ErrorCode::internal,
+  const ErrorCode code = result == NVRTC_ERROR_COMPILATION || result == NVRTC_ERROR_INVALID_OPTION ||
+                                 result == NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID
+                             ? ErrorCode::invalid_argument
+                         : result == NVRTC_ERROR_OUT_OF_MEMORY ? ErrorCode::resource_exhausted
+                                                               : ErrorCode::internal;
+  return make_error(code,
                     std::move(what) + " (" + api.get_error_string(result) + ")", std::move(log));
 }
 
