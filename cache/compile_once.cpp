@@ -108,6 +108,8 @@ std::string_view to_string(CacheSource source) {
       return "redis";
     case CacheSource::compiled:
       return "compiled";
+    case CacheSource::joined:
+      return "joined";
   }
   return "unknown";
 }
@@ -131,6 +133,8 @@ Result<CacheOutcome> CompileOnce::get_or_compile(const std::string& key, const C
   if (flight.shared && flight.value) {
     ++joined_;
     flight.value->waited = true;
+    // One compile ran for all of them: only its leader says "compiled".
+    if (flight.value->source == CacheSource::compiled) flight.value->source = CacheSource::joined;
   }
   return std::move(flight.value);
 }

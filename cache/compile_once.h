@@ -16,9 +16,10 @@
 
 namespace kjit {
 
-// What answered a request: a cache tier or a compile. The spelling is kjit
-// compile --json's "cache" field.
-enum class CacheSource { memory, disk, redis, compiled };
+// What answered a request: a cache tier, a compile it ran, or a compile it
+// joined (another request's, in this daemon, that it waited for). The
+// spelling is kjit compile --json's "cache" field.
+enum class CacheSource { memory, disk, redis, compiled, joined };
 std::string_view to_string(CacheSource source);
 
 struct CacheOutcome {

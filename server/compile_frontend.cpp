@@ -21,9 +21,11 @@ CompileOutcome hit_outcome(std::shared_ptr<const CacheEntry> entry, std::string_
   return CompileOutcome{shared_artifact(std::move(entry)), std::move(cache), std::move(timings)};
 }
 
-CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact) {
+// What ran for a request that compiled, or joined a compile, is that
+// compile's stages.
+CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact, CacheSource source = CacheSource::compiled) {
   std::vector<StageTiming> timings = artifact->timings;
-  return CompileOutcome{std::move(artifact), "compiled", std::move(timings)};
+  return CompileOutcome{std::move(artifact), std::string(to_string(source)), std::move(timings)};
 }
 
 }  // namespace
@@ -88,9 +90,9 @@ Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const Com
     return entry;
   });
   if (!outcome) return outcome.error();
-  if (outcome->source != CacheSource::compiled)
+  if (outcome->source != CacheSource::compiled && outcome->source != CacheSource::joined)
     return hit_outcome(std::move(outcome->entry), to_string(outcome->source), received);
-  return compiled_outcome(shared_artifact(std::move(outcome->entry)));
+  return compiled_outcome(shared_artifact(std::move(outcome->entry)), outcome->source);
 }
 
 }  // namespace kjit

@@ -22,7 +22,7 @@ struct CompileOutcome {
   // Shared with the cache (never copied on a hit); its own timings are those
   // of the compile that filled the cache.
   std::shared_ptr<const Artifact> artifact;
-  std::string cache = "compiled";  // "memory", "disk", "redis" or "compiled"
+  std::string cache = "compiled";  // "memory", "disk", "redis", "compiled" or "joined"
   // What ran for this request: the compile's stages, or the lookup on a hit.
   std::vector<StageTiming> timings;
 };

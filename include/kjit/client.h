@@ -41,7 +41,7 @@ struct CompileResult {
   std::vector<KeyComponent> key_components;  // what the key was derived from
   std::string pipeline;                      // the pipeline that ran
   std::vector<std::string> notes;
-  std::string cache;  // "memory", "disk", "redis" or "compiled"
+  std::string cache;  // "memory", "disk", "redis", "compiled" or "joined" (shared another request's compile)
 };
 
 struct PipelineDescription {

@@ -58,7 +58,13 @@ TEST(CompileOnce, ThirtyTwoConcurrentColdRequestsCompileOnce) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->entry->artifact.bytes, "the one cubin");
     EXPECT_EQ(r->entry->key, key_for(1));
-    if (r->source == CacheSource::compiled && !r->waited) ++compiled;
+    if (r->source == CacheSource::compiled) {
+      ++compiled;
+      EXPECT_FALSE(r->waited);
+    } else if (r->source == CacheSource::joined) {
+      EXPECT_TRUE(r->waited);
+      EXPECT_EQ(to_string(r->source), "joined");
+    }
   }
   EXPECT_EQ(compiled, 1);
   EXPECT_GT(results[0]->entry->compile_ms, 250);  // measured, since the compile left it at 0
