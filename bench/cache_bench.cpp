@@ -1222,7 +1222,7 @@ Status run_bench(const Params& params, bool quick, const std::string& startup_pa
       "removed and killed (see Daemon::stop)\n",
       Daemon::stopped.load(), Daemon::killed_after_shutdown.load(),
       std::chrono::duration<double>(k_exit_grace).count());
-  std::printf("\n== Targets (issue 4) ==\n");
+  std::printf("\n== Targets ==\n");
   for (const std::string& line : run.summary) std::printf("  %s\n", line.c_str());
   std::printf("\nbench took %.1f s (%s)\n", ms_since(bench_start) / 1000, part_times.c_str());
   return Ok{};

@@ -1,6 +1,6 @@
 // kjit_bench_compile: what compiling through kjitd costs next to calling NVRTC
 // and nvJitLink in-process, and what the socket round trip itself costs.
-// Prints tables; it asserts nothing about timings (STYLE.md: a benchmark is a
+// Prints tables; it asserts nothing about timings (a benchmark is a
 // program that prints a table). Exits 1 only when something fails outright.
 #include <unistd.h>
 

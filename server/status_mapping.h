@@ -1,4 +1,5 @@
-// The one place where kjit's errors become gRPC statuses (DESIGN.md rule 4).
+// The one place where kjit's errors become gRPC statuses
+// (docs/ARCHITECTURE.md, rule "Errors are values").
 #pragma once
 
 #include <grpcpp/server_context.h>

@@ -26,7 +26,8 @@ namespace kjit {
 
 namespace ids = cuda_ids;
 
-// FACTS.md's values, checked against the cuda.h we build with.
+// The ids kjit spells itself (cuda_enums.h), checked against the cuda.h we
+// build with.
 static_assert(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK == ids::k_func_max_threads_per_block);
 static_assert(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES == ids::k_func_shared_size_bytes);
 static_assert(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == ids::k_func_max_dynamic_shared_size_bytes);

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-// sm_107's oversized shared memory is not in CUDA 13.0's cuda.h (FACTS.md,
-// "Rubin, sm_107"); these are the values Triton uses. Newer cuda.h releases
+// sm_107's oversized shared memory is not in CUDA 13.0's cuda.h; these are
+// the values Triton's launcher uses. Newer cuda.h releases
 // declare them as enumerators, which #ifndef cannot see, so the macros are
 // defined only when no cuda.h, or one older than 13.4, came first: a file
 // that includes cuda.h must include it before this header.
@@ -19,7 +19,7 @@
 #ifndef CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY
 #define CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY 3
 #endif
-// The name is the one public code uses; FACTS.md gives only the number.
+// The name is the one public code uses for device attribute 150.
 #ifndef CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK
 #define CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK 150
 #endif

@@ -30,7 +30,7 @@ DeviceLimits limits_for_target(const Target& target) {
                            " are not public: only the 48 KiB default is known");
   }
   if (arch.oversized_shared_memory && arch.smem_per_sm > k_reserved_shared_bytes_per_block) {
-    // The only public figure is the per-SM size (FACTS.md); a block can at
+    // The only public figure is the per-SM size; a block can at
     // most have all of it less what the driver reserves per block.
     limits.oversized_shared_per_block = arch.smem_per_sm - k_reserved_shared_bytes_per_block;
     limits.notes.push_back("oversized shared memory limit of " + std::to_string(limits.oversized_shared_per_block) +

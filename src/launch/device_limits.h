@@ -37,7 +37,7 @@ struct DeviceLimits {
   std::vector<std::string> notes;  // figures that are estimates or unverified, in words
 };
 
-// Limits from kjit's target table (FACTS.md): what a plan for a target
+// Limits from kjit's target table (src/target): what a plan for a target
 // without a device rests on.
 DeviceLimits limits_for_target(const Target& target);
 

@@ -1,4 +1,4 @@
-// The launch planner's rules (issue 5 §1, FACTS.md). Checks come first and
+// The launch planner's rules (docs/ARCHITECTURE.md, "Launch"). Checks come first and
 // stop at the first impossibility; attributes are emitted last, in one fixed
 // order, so that a plan reads the same whichever rules fired.
 #include "launch/launch_plan.h"

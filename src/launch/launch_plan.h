@@ -53,7 +53,9 @@ struct LaunchPlan {
 
 enum class KernelInfoSource { cubin, ptx };
 
-// Every rule of issue 5 §1. An impossible launch is ErrorCode::invalid_argument
+// Every launch rule: the 48 KiB dynamic shared memory threshold, the opt-in
+// limit, sm_107's oversized mode with SPREAD cluster scheduling, clusters,
+// cooperative and programmatic dependent launch. An impossible launch is ErrorCode::invalid_argument
 // with the numbers; a shared memory overrun reads
 //   "out of resource: shared memory: requires N bytes, limit M on sm_XX ..."
 Result<LaunchPlan> plan_launch(const KernelInfo& kernel, const DeviceLimits& limits, const LaunchConfig& config,

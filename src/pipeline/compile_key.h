@@ -1,5 +1,6 @@
 // The cache key of a compile: every input that can change the artifact, as
-// named components (DESIGN.md "The cache").
+// named components (the key schema, input, target, options, the
+// effective pipeline, toolchains, plugins).
 #pragma once
 
 #include <optional>

@@ -11,7 +11,8 @@ namespace {
 
 constexpr uint32_t k_kib = 1024;
 
-// Shared memory figures: FACTS.md "Architecture limits". sm_107's per-SM
+// Shared memory figures: the public CUDA documentation's per-architecture
+// limits (opt-in per block, per SM; 48 KiB without opt-in). sm_107's per-SM
 // 328 KiB is the only public figure (Triton's change description) and is
 // unverified on a device; sm_88's limits are not public. Clusters exist from
 // sm_90: 8 CTAs portable, 16 with the non-portable attribute on the data

@@ -14,7 +14,8 @@ namespace kjit {
 enum class Vendor { nvidia };
 
 // One row per NVIDIA architecture. Limits are from public CUDA documentation
-// (see FACTS.md); a device's own attributes win when one is present.
+// (the CUDA programming guide's tables); a device's own attributes win when
+// one is present.
 struct ArchInfo {
   uint32_t sm;                     // 90 for sm_90
   std::string_view family;         // "Hopper"

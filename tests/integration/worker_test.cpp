@@ -1,5 +1,5 @@
 // Compiles run in worker processes: a compiler that crashes or hangs costs
-// one request a clear error, never the daemon (DESIGN.md rule 5).
+// one request a clear error, never the daemon.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

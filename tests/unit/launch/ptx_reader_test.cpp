@@ -238,7 +238,7 @@ TEST(PtxReader, UnterminatedBodyIsAnError) {
   EXPECT_NE(module.error().message.find("never ends"), std::string::npos);
 }
 
-// The path issue 5 §5 is for: sm_107 has no cubin with CUDA 13.0, so the
+// The path the PTX reader is for: sm_107 has no cubin with CUDA 13.0, so the
 // plan rests on PTX.
 TEST(PtxReader, PlanForSm107RestsOnPtx) {
   auto module = read_ptx(module_text("sm_107a", R"(
