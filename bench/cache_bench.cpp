@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "cache/cache_entry.h"
-#include "cache/cache_key.h"
+#include "pipeline/cache_key.h"
 #include "cache/disk_store.h"
 #include "cache/entry_metadata.pb.h"
 #include "async_load.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cache/cache_key.h"
+#include "pipeline/cache_key.h"
 #include "compile_translation.h"
 #include "status_mapping.h"
 

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_key.h"
+#include "pipeline/cache_key.h"
 #include "exit_codes.h"
 #include "kjit/client.h"
 

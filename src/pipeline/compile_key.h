@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backends/cuda_toolkit.h"
-#include "cache/cache_key.h"
+#include "pipeline/cache_key.h"
 #include "core/compile_job.h"
 #include "pipeline/pass.h"
 

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "cache/cache_key.h"
+#include "pipeline/cache_key.h"
 
 namespace kjit::test {
 

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "cache/cache_key.h"
+#include "pipeline/cache_key.h"
 
 namespace kjit {
 namespace {
