@@ -44,6 +44,10 @@ CacheKey compile_key(const KeyInputs& in) {
   std::vector<KeyComponent> c;
   c.push_back({"input.kind", std::string(to_string(job.input_kind))});
   c.push_back({"input.digest", in.input_digest ? *in.input_digest : sha256_hex(job.input)});
+  // NVRTC puts the source's name into the binary (__FILE__ in assert
+  // messages, -lineinfo): two names, two artifacts. IR and PTX carry their
+  // own file names; the request's name for them reaches only messages.
+  if (job.input_kind == InputKind::cuda_source) c.push_back({"input.name", job.input_name});
   if (!job.headers.empty()) {
     std::string all;
     for (const auto& [name, content] : job.headers) all += name + '\0' + sha256_hex(content) + '\n';

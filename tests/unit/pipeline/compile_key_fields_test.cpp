@@ -1,0 +1,116 @@
+// Every field of a CompileJob that can change the artifact changes its cache
+// key, one field at a time, and what cannot change the artifact leaves the
+// key alone. A field added to CompileJob without a key component would be a
+// silent cache-correctness bug: the size check below makes this test fail to
+// compile until the new field has its line here.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda_toolkit.h"
+#include "pipeline/compile_pipeline.h"
+
+namespace kjit {
+namespace {
+
+// CompileJob's fields on this platform (x86_64, libstdc++): input_kind,
+// input, input_name, target, options, headers, name_expressions, wanted,
+// pipeline, pass_args, allow_ptx_fallback. A new field changes the size.
+static_assert(sizeof(CompileJob) == 280,
+              "CompileJob changed: give the new field a key component in src/pipeline/compile_key.cpp and a "
+              "line in EveryFieldThatCanChangeTheArtifactChangesTheKey, then update this size");
+
+struct Mutation {
+  std::string field;
+  std::function<void(CompileJob&)> change;
+  bool changes_key;
+};
+
+CompileJob cuda_job() {
+  CompileJob job;
+  job.input_kind = InputKind::cuda_source;
+  job.input = "#include \"h.h\"\n__global__ void k(float* x) { x[0] = H; }\n";
+  job.input_name = "k.cu";
+  job.target = parse_target("cuda:90").value();
+  job.options = {"-DA=1"};
+  job.headers = {{"h.h", "#define H 1.0f\n"}};
+  return job;
+}
+
+CompileJob llvm_job() {
+  CompileJob job;
+  job.input_kind = InputKind::llvm_ir;
+  job.input = "target triple = \"nvptx64-nvidia-cuda\"\ndefine ptx_kernel void @k() { ret void }\n";
+  job.input_name = "k.ll";
+  job.target = parse_target("cuda:90").value();
+  return job;
+}
+
+std::string key_of(const CompilePipeline& pipeline, const CompileJob& job) {
+  Result<CompilePipeline::Plan> plan = pipeline.plan(job);
+  EXPECT_TRUE(plan) << plan.error().message;
+  return plan ? plan->key.hex : std::string();
+}
+
+class CompileKeyFields : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto created = CompilePipeline::create(CudaToolkit::load(), {});
+    ASSERT_TRUE(created) << created.error().message;
+    pipeline_ = std::move(created.value());
+  }
+  std::shared_ptr<const CompilePipeline> pipeline_;
+};
+
+TEST_F(CompileKeyFields, EveryFieldThatCanChangeTheArtifactChangesTheKey) {
+  const std::vector<Mutation> mutations = {
+      {"input", [](CompileJob& j) { j.input += "// more\n"; }, true},
+      // __FILE__ (assert messages) and line information carry the name into
+      // the binary.
+      {"input_name", [](CompileJob& j) { j.input_name = "other.cu"; }, true},
+      {"target", [](CompileJob& j) { j.target = parse_target("cuda:100").value(); }, true},
+      {"target suffix", [](CompileJob& j) { j.target = parse_target("cuda:90a").value(); }, true},
+      {"options", [](CompileJob& j) { j.options = {"-DA=2"}; }, true},
+      {"options order", [](CompileJob& j) { j.options = {"-DA=1", "-UA"}; }, true},
+      {"header content", [](CompileJob& j) { j.headers["h.h"] = "#define H 2.0f\n"; }, true},
+      {"header name", [](CompileJob& j) { j.headers = {{"g.h", "#define H 1.0f\n"}}; }, true},
+      {"an extra header", [](CompileJob& j) { j.headers["unused.h"] = ""; }, true},
+      {"name_expressions", [](CompileJob& j) { j.name_expressions = {"k"}; }, true},
+      {"wanted", [](CompileJob& j) { j.wanted = ArtifactKind::ptx; }, true},
+      {"allow_ptx_fallback", [](CompileJob& j) { j.allow_ptx_fallback = true; }, true},
+      // The default pipeline named explicitly is the same pipeline.
+      {"pipeline (the default, by name)", [](CompileJob& j) { j.pipeline = "cuda-nvidia"; }, false},
+      {"input_kind", [](CompileJob& j) { j.input_kind = InputKind::ptx; j.input = ".version 8.5\n"; }, true},
+  };
+  const CompileJob base = cuda_job();
+  const std::string base_key = key_of(*pipeline_, base);
+  ASSERT_FALSE(base_key.empty());
+  EXPECT_EQ(key_of(*pipeline_, cuda_job()), base_key) << "the key of one job is not stable";
+  for (const Mutation& mutation : mutations) {
+    CompileJob changed = base;
+    mutation.change(changed);
+    const std::string key = key_of(*pipeline_, changed);
+    if (mutation.changes_key)
+      EXPECT_NE(key, base_key) << mutation.field << " does not change the key";
+    else
+      EXPECT_EQ(key, base_key) << mutation.field << " changes the key";
+  }
+}
+
+TEST_F(CompileKeyFields, PassArgumentsChangeTheKeyAndTheInputNameOfIrDoesNot) {
+  const CompileJob base = llvm_job();
+  const std::string base_key = key_of(*pipeline_, base);
+  CompileJob with_args = base;
+  with_args.pass_args = {{"llvm-passes.pipeline", "default<O1>"}};
+  EXPECT_NE(key_of(*pipeline_, with_args), base_key);
+  // IR carries its own names and debug information; the request's name for
+  // it reaches only messages.
+  CompileJob renamed = base;
+  renamed.input_name = "elsewhere.ll";
+  EXPECT_EQ(key_of(*pipeline_, renamed), base_key);
+}
+
+}  // namespace
+}  // namespace kjit
