@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <thread>
 
 #include <toml++/toml.h>
@@ -68,7 +69,7 @@ Status read_cache(const toml::node& node, const std::string& path, CacheConfig& 
     std::string k(key.str());
     std::string full = "cache." + k;
     auto number = [&](uint64_t& out, bool zero_ok) -> Status {
-      auto v = value.value<int64_t>();
+      auto v = value.value_exact<int64_t>();
       if (!v || *v < 0 || (!zero_ok && *v == 0)) return config_error(path, full + " must be a non-negative integer");
       out = static_cast<uint64_t>(*v);
       return Ok{};
@@ -107,8 +108,12 @@ Status read_value(const toml::node& node, const std::string& path, const std::st
     if (!v) return config_error(path, key + " must be a string");
     out = *v;
   } else {
-    auto v = node.value<int64_t>();
-    if (!v || *v <= 0) return config_error(path, key + " must be a positive integer");
+    // value_exact: a float (2.5, 1e300) is no integer, and converting one
+    // could overflow.
+    auto v = node.value_exact<int64_t>();
+    if (!v || *v <= 0 || static_cast<uint64_t>(*v) > std::numeric_limits<T>::max())
+      return config_error(path, key + " must be a positive integer of at most " +
+                                    std::to_string(std::numeric_limits<T>::max()));
     out = static_cast<T>(*v);
   }
   return Ok{};
@@ -157,7 +162,7 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
     else if (k == "cache") s = read_cache(node, path, config.cache);
     else if (k == "compile_workers") {
-      auto v = node.value<int64_t>();  // 0 is meaningful: compile in the daemon
+      auto v = node.value_exact<int64_t>();  // 0 is meaningful: compile in the daemon
       if (!v || *v < 0 || *v > 1024) return config_error(path, "compile_workers must be an integer from 0 to 1024");
       config.compile_workers = static_cast<uint32_t>(*v);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <string_view>
 
@@ -102,6 +103,11 @@ Status check_value(const OptionRule& rule, std::string_view option, const std::s
   std::string_view name = rule.spellings[0];
   if (value.empty()) return refuse(option, "it needs a value");
   if (name == "-maxrregcount" && !is_unsigned(value)) return refuse(option, "the value must be a number");
+  // A macro name starts the value; anything else ("--define-macro==N") would
+  // be read one way here and another way once normalized to -D.
+  if ((name == "-D" || name == "-U") &&
+      !(std::isalpha(static_cast<unsigned char>(value[0])) || value[0] == '_'))
+    return refuse(option, "a macro name must start with a letter or '_'");
   if (name == "-O" && !(value.size() == 1 && value[0] >= '0' && value[0] <= '3'))
     return refuse(option, "the level must be 0 to 3");
   if (name == "-Xptxas") {

@@ -68,7 +68,7 @@ std::string spelled(const IncludeDirective& directive) {
 }
 
 Error refused(std::string_view file, const IncludeDirective& directive, std::string_view why) {
-  return make_error(ErrorCode::invalid_argument, std::string(file) + ":" + std::to_string(directive.line) + ": '" +
+  return make_error(ErrorCode::invalid_argument, printable(file) + ":" + std::to_string(directive.line) + ": '" +
                                                      spelled(directive) + "' is refused: " + std::string(why));
 }
 

@@ -150,5 +150,14 @@ TEST(IncludePolicy, HostileSpellingsOfARelativeNameAreNotAllRefused) {
   EXPECT_GE(passed, 40);
 }
 
+TEST(IncludePolicy, RefusalsNameFilesWithoutRawControlCharacters) {
+  // A header named with a newline must not forge a line in the daemon's log.
+  auto refused = check_include_policy("#include \"ok.h\"\n", "k.cu",
+                                      {{"ok.h", "int x;\n"}, {"evil\nFAKE LOG LINE.h", "#include \"/etc/passwd\"\n"}});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message.find('\n'), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("evil\\x0aFAKE LOG LINE.h"), std::string::npos) << refused.error().message;
+}
+
 }  // namespace
 }  // namespace kjit

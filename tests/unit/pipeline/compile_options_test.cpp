@@ -15,6 +15,21 @@ TEST(CompileOptions, DefinesAndLanguageOptionsGoToNvrtcOnly) {
   EXPECT_TRUE(r->nvjitlink.empty());
 }
 
+TEST(CompileOptions, NormalizedOptionsCheckToThemselves) {
+  // "--define-macro==N" once became "-D=N", which a second check (the
+  // NVRTC stage's) read as "-DN": the key and the compile disagreed.
+  for (const char* option : {"--define-macro==N", "--undefine-macro==X", "-D==", "-D1X", "-U-"}) {
+    auto r = check_options(InputKind::cuda_source, {option});
+    ASSERT_FALSE(r) << option << " was accepted";
+    EXPECT_NE(r.error().message.find("macro name"), std::string::npos) << r.error().message;
+  }
+  auto r = check_options(InputKind::cuda_source, {"-D=N", "-D_X=1", "--undefine-macro=Y"});
+  ASSERT_TRUE(r) << r.error().message;
+  auto again = check_options(InputKind::cuda_source, r->normalized);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->normalized, r->normalized);
+}
+
 TEST(CompileOptions, CodegenOptionsReachBothStagesInEachOnesSpelling) {
   auto r = check_options(InputKind::cuda_source, {"-lineinfo", "-G", "--maxrregcount=64", "-Xptxas=-v"});
   ASSERT_TRUE(r) << r.error().message;
