@@ -5,139 +5,24 @@
 
 #include <malloc.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "compile_worker.h"
 #include "daemon.h"
+#include "daemon_command_line.h"
 #include "daemon_config.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kjitd — the kjit JIT kernel compilation daemon"};
-  std::string config_file;
-  kjit::DaemonConfig flags;
-  uint64_t max_input_bytes = 0;
-  app.add_option("--config", config_file, "TOML configuration file")->check(CLI::ExistingFile);
-  app.add_option("--socket", flags.socket_path, "unix socket to listen on (default: $XDG_RUNTIME_DIR/kjit/kjitd.sock)");
-  app.add_option("--listen", flags.listen_address, "also listen on TCP HOST:PORT (plaintext; loopback only advised)");
-  app.add_option("--cuda-home", flags.cuda_home, "CUDA toolkit directory (default: $CUDA_HOME or the build's)");
-  app.add_option("--default-target", flags.default_target, "target for requests that name none");
-  app.add_option("--max-input-bytes", max_input_bytes, "largest accepted input (default 16 MiB)");
-  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error");
-  std::vector<std::string> plugin_flags;
-  std::string cache_dir, redis;
-  bool no_disk_cache = false, no_cache = false;
-  uint64_t memory_cache_bytes = 0, disk_cache_bytes = 0;
-  bool memory_cache_bytes_given = false;
-  app.add_option("--cache-dir", cache_dir, "disk cache directory (default: $XDG_CACHE_HOME/kjit or ~/.cache/kjit)");
-  app.add_flag("--no-disk-cache", no_disk_cache, "no disk tier");
-  app.add_flag("--no-cache", no_cache, "no cache at all: every request compiles");
-  app.add_option("--memory-cache-bytes", memory_cache_bytes, "memory tier size in bytes (0: none)")
-      ->each([&](const std::string&) { memory_cache_bytes_given = true; });
-  app.add_option("--disk-cache-bytes", disk_cache_bytes, "disk tier bound in bytes");
-  app.add_option("--redis", redis, "Redis tier HOST:PORT (or a unix socket path), shared by a fleet");
-  app.add_option("--plugin", plugin_flags, "load a kjit plugin (repeatable; also KJIT_PLUGIN_PATHS)");
-  uint32_t compile_workers = 0;
-  uint64_t compile_timeout_s = 0;
-  app.add_option("--compile-workers", compile_workers,
-                 "compile in at most N worker processes (default: one per core; 0: inside the daemon)")
-      ->check(CLI::Range(0, 1024));
-  app.add_option("--compile-timeout", compile_timeout_s, "stop a compile after this many seconds (default 300)")
-      ->check(CLI::PositiveNumber);
-  std::string sandbox;
-  app.add_option("--sandbox", sandbox, "confine compile workers: landlock (default) or off")
-      ->check(CLI::IsMember({"landlock", "off"}));
-  kjit::CompileBounds bounds;
-  app.add_option("--compile-memory", bounds.memory_bytes,
-                 "address space one compile may add to its worker, in bytes (default 4 GiB)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--compile-cpu-seconds", bounds.cpu_seconds, "CPU time of one compile (default 300)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--compile-open-files", bounds.open_files, "file descriptors of one worker (default 512)")
-      ->check(CLI::Range(uint64_t{16}, uint64_t{1} << 20));
-  app.add_option("--compile-output-bytes", bounds.output_bytes,
-                 "largest artifact or file a compile may write (default 256 MiB)")
-      ->check(CLI::PositiveNumber);
-  // Internal: kjitd starts its own compile workers with this (see compile_workers.h).
-  int worker_fd = -1;
-  app.add_option("--worker-fd", worker_fd)->group("");
-  CLI11_PARSE(app, argc, argv);
-
-  kjit::DaemonConfig config;
-  kjit::WorkerSetup worker_setup;
-  if (worker_fd >= 0) {
-    // A worker reads the configuration the daemon read at its start, not
-    // the file as it may be now.
-    kjit::Result<kjit::WorkerSetup> setup = kjit::read_worker_setup(worker_fd);
-    if (!setup) {
-      fmt::print(stderr, "kjitd worker: {}\n", setup.error().message);
-      return 2;
-    }
-    worker_setup = setup.value();
-    if (!setup->config_text.empty()) {
-      if (kjit::Status s = kjit::load_config_text(setup->config_text, setup->config_path, config); !s) {
-        fmt::print(stderr, "kjitd worker: {}\n", s.error().message);
-        return 2;
-      }
-    }
-  } else if (!config_file.empty()) {
-    if (kjit::Status s = kjit::load_config_file(config_file, config); !s) {
-      fmt::print(stderr, "kjitd: {}\n", s.error().message);
-      return 2;
-    }
-  }
-  // Flags override the file.
-  if (!flags.socket_path.empty()) config.socket_path = flags.socket_path;
-  if (!flags.listen_address.empty()) config.listen_address = flags.listen_address;
-  if (!flags.cuda_home.empty()) config.cuda_home = flags.cuda_home;
-  if (app.count("--default-target")) config.default_target = flags.default_target;
-  if (app.count("--log-level")) config.log_level = flags.log_level;
-  if (max_input_bytes) config.max_input_bytes = max_input_bytes;
-  for (const std::string& path : plugin_flags) config.plugins.push_back(path);
-  if (!cache_dir.empty()) config.cache.directory = cache_dir;
-  if (no_disk_cache) config.cache.disk = false;
-  if (no_cache) config.cache.enabled = false;
-  if (memory_cache_bytes_given) config.cache.memory_bytes = memory_cache_bytes;
-  if (disk_cache_bytes) config.cache.disk_bytes = disk_cache_bytes;
-  if (!redis.empty()) config.cache.redis = redis;
-  if (app.count("--compile-workers")) config.compile_workers = compile_workers;
-  if (compile_timeout_s) config.compile_timeout_s = compile_timeout_s;
-  if (!sandbox.empty()) config.sandbox = sandbox;
-  if (app.count("--compile-memory")) config.compile_bounds.memory_bytes = bounds.memory_bytes;
-  if (app.count("--compile-cpu-seconds")) config.compile_bounds.cpu_seconds = bounds.cpu_seconds;
-  if (app.count("--compile-open-files")) config.compile_bounds.open_files = bounds.open_files;
-  if (app.count("--compile-output-bytes")) config.compile_bounds.output_bytes = bounds.output_bytes;
-  // The workers' command line: this one without --config (they are sent the
-  // file's text as read now).
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--config") {
-      ++i;
-      continue;
-    }
-    if (arg.starts_with("--config=")) continue;
-    config.worker_command.emplace_back(arg);
-  }
-  {
-    std::error_code ec;
-    config.worker_directory = std::filesystem::current_path(ec).string();
-  }
-  // KJIT_PLUGIN_PATHS: colon-separated, like PATH; the daemon's environment,
-  // never a request, decides what is loaded.
-  if (const char* env = std::getenv("KJIT_PLUGIN_PATHS"); env && *env) {
-    std::string paths = env;
-    for (size_t start = 0; start <= paths.size();) {
-      size_t end = paths.find(':', start);
-      if (end == std::string::npos) end = paths.size();
-      if (end > start) config.plugins.push_back(paths.substr(start, end - start));
-      start = end + 1;
-    }
-  }
+  int exit_code = 0;
+  std::optional<kjit::DaemonCommandLine> line = kjit::read_command_line(argc, argv, exit_code);
+  if (!line) return exit_code;
+  const kjit::DaemonConfig& config = line->config;
+  const int worker_fd = line->worker_fd;
 
   // Debian's abseil is built with assertions on, so every absl::Mutex inside
   // gRPC also maintains a deadlock-detection graph: ~4 % of the CPU of a
@@ -161,7 +46,7 @@ int main(int argc, char** argv) {
     logger->set_pattern("%l: %v");
     // A worker says what the daemon already said at start-up only when asked.
     spdlog::set_level(std::max(spdlog::level::from_str(config.log_level), spdlog::level::warn));
-    const int code = kjit::run_worker_process(config, worker_setup, worker_fd);
+    const int code = kjit::run_worker_process(config, line->worker_setup, worker_fd);
     // A confined worker cannot run exit-time checks that inspect processes
     // (LeakSanitizer needs ptrace): it leaves at once.
     spdlog::default_logger()->flush();
