@@ -4,7 +4,7 @@
 JOBS ?= $(shell nproc)
 KJITD_ARGS ?=
 
-.PHONY: all deps configure build run test test-default test-asan test-gpu bench format clean
+.PHONY: all deps configure build run test test-default test-asan test-fuzz test-gpu bench format clean
 
 all: build
 
@@ -25,8 +25,8 @@ run: build
 	build/bin/kjitd $(KJITD_ARGS)
 
 # Every test: unit and integration tests in the default build, then the
-# integration tests again under AddressSanitizer + UBSan.
-test: test-default test-asan
+# integration tests again under AddressSanitizer + UBSan, then the fuzzers.
+test: test-default test-asan test-fuzz
 
 test-default: build
 	ctest --preset default -j 2 -LE gpu
@@ -37,6 +37,16 @@ build-asan/build.ninja:
 test-asan: deps build-asan/build.ninja
 	cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests
 	ctest --preset asan -j 2 -L integration
+
+build-fuzz/build.ninja:
+	cmake --preset fuzz
+
+# The libFuzzer targets (tests/fuzz, clang-19), each for about 20 s from its
+# committed corpus, which holds every crash found so far. Only the targets
+# and what they link are built. `ctest --preset fuzz` replays the corpora alone.
+test-fuzz: deps build-fuzz/build.ninja
+	cmake --build build-fuzz -j $(JOBS) --target kjit_fuzz_targets
+	tests/fuzz/run.sh build-fuzz
 
 # Device tests (tests/gpu): need an NVIDIA GPU and driver; they skip without.
 test-gpu: build
@@ -49,4 +59,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

@@ -326,8 +326,12 @@ Status read_kernel_info(const Section& section, KernelInfo& kernel) {
         // The .maxntid box; what limits a launch is its volume.
         auto box = dim3_of(section, record);
         if (!box) return box.error();
-        uint64_t volume = uint64_t{box->x} * box->y * box->z;
-        if (volume > UINT32_MAX) return malformed(describe(section, record) + ": too large");
+        // x * y fits 64 bits; checked before z multiplies it, which might
+        // not (the product would wrap and pass the check).
+        const uint64_t area = uint64_t{box->x} * box->y;
+        if (area > UINT32_MAX || area * box->z > UINT32_MAX)
+          return malformed(describe(section, record) + ": too large");
+        const uint64_t volume = area * box->z;
         kernel.max_threads_per_block = static_cast<uint32_t>(volume);
         break;
       }

@@ -4,6 +4,7 @@
 #include "metadata/ptx_reader.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <map>
 #include <set>
@@ -20,6 +21,11 @@ constexpr uint32_t k_reserved_section_bytes = 1024;
 constexpr uint32_t k_first_sm_with_reserved_section = 90;
 // Where ptxas 13.0 starts dynamic shared memory when the module declares it.
 constexpr uint64_t k_dynamic_shared_alignment = 16;
+// The widest fundamental type (.b128).
+constexpr uint64_t k_max_type_bits = 128;
+// Larger than any alignment a memory needs; bounding it keeps the offset
+// arithmetic (offset + align - 1) far from wrapping.
+constexpr uint64_t k_max_alignment = uint64_t{1} << 32;
 
 struct Token {
   std::string_view text;
@@ -103,7 +109,9 @@ uint64_t type_size(std::string_view type) {
   const std::string_view prefix = type.substr(0, digits);
   if (prefix != "b" && prefix != "s" && prefix != "u" && prefix != "f" && prefix != "bf") return 0;
   uint64_t bits = 0;
-  if (!parse_number(type.substr(digits), bits) || bits == 0 || bits % 8 != 0) return 0;
+  // .b128 is PTX's widest type. A wider one is no type, and would let an
+  // element times its vector width wrap to 0: a zero alignment to divide by.
+  if (!parse_number(type.substr(digits), bits) || bits == 0 || bits % 8 != 0 || bits > k_max_type_bits) return 0;
   return bits / 8 * lanes;
 }
 
@@ -129,6 +137,9 @@ Result<std::vector<Variable>> parse_declarators(const std::vector<Token>& tokens
       uint64_t value = 0;
       if (i + 1 >= end || !parse_number(tokens[i + 1].text, value) || value == 0) {
         return malformed(token.line, ".align needs a number");
+      }
+      if (!std::has_single_bit(value) || value > k_max_alignment) {
+        return malformed(token.line, ".align " + std::to_string(value) + " is not a power of two up to 2^32");
       }
       if (!pointee) align = value;
       i += 2;
@@ -274,8 +285,10 @@ Status read_directives(const std::vector<Token>& tokens, size_t i, size_t end, P
     KernelInfo& info = kernel.info;
     if (word == ".maxntid") {
       const Dim3 box = dims_of(numbers);
-      const uint64_t volume = uint64_t{box.x} * box.y * box.z;
-      if (volume > UINT32_MAX) return malformed(line, ".maxntid too large");
+      // x * y fits 64 bits; checked before z multiplies it, which might not.
+      const uint64_t area = uint64_t{box.x} * box.y;
+      if (area > UINT32_MAX || area * box.z > UINT32_MAX) return malformed(line, ".maxntid too large");
+      const uint64_t volume = area * box.z;
       info.max_threads_per_block = static_cast<uint32_t>(volume);
     } else if (word == ".reqntid") {
       info.required_threads = dims_of(numbers);

@@ -1,0 +1,3 @@
+#include "ok.h"
+//@@ namewith[2Kcontrolcharacters.h
+#include "/etc/passwd"
