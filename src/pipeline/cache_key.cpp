@@ -1,4 +1,4 @@
-#include "cache_key.h"
+#include "pipeline/cache_key.h"
 
 #include <openssl/evp.h>
 
