@@ -12,6 +12,7 @@
 #include "kjit/client.h"
 #include "llvm_kernels.h"
 #include "test_kernels.h"
+#include "test_pipelines.h"
 #include "test_plugins.h"
 
 namespace kjit::test {
@@ -59,15 +60,7 @@ class BoundsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     config_ = fs::temp_directory_path() / ("kjit-bounds-" + std::to_string(::getpid()) + ".toml");
-    std::ofstream(config_) << R"([pipelines.fd-hog]
-inputs = ["llvm-ir"]
-[[pipelines.fd-hog.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "fd-hog"]
-
-[limits]
+    std::ofstream(config_) << llvm_test_pipeline("fd-hog", {"fd-hog"}, false) << R"([limits]
 compile_cpu_seconds = 1
 compile_open_files = 64
 compile_output_bytes = 65536

@@ -14,6 +14,7 @@
 #include "llvm_kernels.h"
 #include "support/hostile_includes.h"
 #include "test_kernels.h"
+#include "test_pipelines.h"
 #include "test_plugins.h"
 
 namespace kjit::test {
@@ -23,16 +24,10 @@ namespace fs = std::filesystem;
 
 constexpr const char* k_secret = "KJIT-HOST-SECRET-7f3a9c";
 
-constexpr const char* k_pipelines = R"(
-[pipelines.probe]
-inputs = ["llvm-ir"]
-[[pipelines.probe.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "host-probe"]
-
-[pipelines.inject]
+// The passes of the host-probe plugin, each in a pipeline of its own.
+std::string test_pipelines() {
+  return llvm_test_pipeline("probe", {"host-probe"}, false) + llvm_test_pipeline("loud", {"loud-pass"}, true) +
+         llvm_test_pipeline("loud-crash", {"loud-crash"}, false) + R"([pipelines.inject]
 inputs = ["cuda-source"]
 [[pipelines.inject.stages]]
 name = "nvrtc"
@@ -44,28 +39,8 @@ name = "nvjitlink"
 takes = "ptx"
 gives = "cubin"
 passes = ["nvjitlink-link"]
-
-[pipelines.loud]
-inputs = ["llvm-ir"]
-[[pipelines.loud.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "loud-pass"]
-[[pipelines.loud.stages]]
-name = "nvjitlink"
-takes = "ptx"
-gives = "cubin"
-passes = ["nvjitlink-link"]
-
-[pipelines.loud-crash]
-inputs = ["llvm-ir"]
-[[pipelines.loud-crash.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "loud-crash"]
 )";
+}
 
 std::string everything_said(const Error& error) { return error.message + "\n" + error.log; }
 
@@ -76,7 +51,7 @@ class ConfinementTest : public ::testing::Test {
     fs::create_directories(dir_);
     secret_ = dir_ / "secret.h";
     std::ofstream(secret_) << "#error " << k_secret << "\nint " << k_secret[0] << ";\n";
-    std::ofstream(dir_ / "kjitd.toml") << k_pipelines;
+    std::ofstream(dir_ / "kjitd.toml") << test_pipelines();
     // One worker: the tests that follow one request with another need the
     // second to run where the first ran.
     daemon_ = new DaemonProcess({"--config", (dir_ / "kjitd.toml").string(), "--plugin",

@@ -13,6 +13,7 @@
 #include "daemon_process.h"
 #include "kjit/client.h"
 #include "llvm_kernels.h"
+#include "test_pipelines.h"
 #include "test_plugins.h"
 
 namespace kjit::test {
@@ -237,28 +238,8 @@ name = "nvjitlink"
 takes = "ptx"
 gives = "cubin"
 passes = ["nvjitlink-link"]
-
-[pipelines.llvm-failing]
-inputs = ["llvm-ir"]
-[[pipelines.llvm-failing.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "test-fail"]
-
-[pipelines.llvm-garbage]
-inputs = ["llvm-ir"]
-[[pipelines.llvm-garbage.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "test-garbage"]
-[[pipelines.llvm-garbage.stages]]
-name = "nvjitlink"
-takes = "ptx"
-gives = "cubin"
-passes = ["nvjitlink-link"]
-)";
+)" << llvm_test_pipeline("llvm-failing", {"test-fail"}, false)
+                                              << llvm_test_pipeline("llvm-garbage", {"test-garbage"}, true);
     std::vector<std::string> args{"--config", (config_dir_ / "kjitd.toml").string(), "--no-cache"};
     for (const char* p : {"ptx_rewrite_plugin", "disable_pass_plugin", "override_stage_plugin", "key_component_plugin",
                           "debug_insensitive_digest_plugin", "failing_pass_plugin"}) {

@@ -15,6 +15,7 @@
 #include "daemon_process.h"
 #include "kjit/client.h"
 #include "llvm_kernels.h"
+#include "test_pipelines.h"
 #include "test_plugins.h"
 
 namespace kjit::test {
@@ -23,23 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr const char* k_pipelines = R"(
-[pipelines.llvm-crashing]
-inputs = ["llvm-ir"]
-[[pipelines.llvm-crashing.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "test-crash"]
-
-[pipelines.llvm-hanging]
-inputs = ["llvm-ir"]
-[[pipelines.llvm-hanging.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen", "test-hang"]
-)";
+const std::string k_pipelines = llvm_test_pipeline("llvm-crashing", {"test-crash"}, false) +
+                                llvm_test_pipeline("llvm-hanging", {"test-hang"}, false);
 
 // The command lines of the processes whose parent is `parent`.
 std::vector<std::string> children_of(pid_t parent) {
