@@ -1,11 +1,9 @@
-// The CUDA driver binding. With CUDA headers: dlopen("libcuda.so.1"),
-// cuDriverGetVersion and cuGetProcAddress_v2 from dlsym, every other entry
-// point through cuGetProcAddress at the ABI of the headers we compile with
-// (or the driver's own version, if older). Without headers: a stub whose
-// every call says so.
-#if KJIT_HAVE_CUDA_HEADERS
+// The CUDA driver binding: dlopen("libcuda.so.1"), cuDriverGetVersion and
+// cuGetProcAddress_v2 from dlsym, every other entry point through
+// cuGetProcAddress at the ABI of the headers we compile with (or the
+// driver's own version, if older). Built when cuda.h is there; without it,
+// cuda_driver_without_headers.cpp stands in.
 #include <cuda.h>  // before cuda_enums.h, which defines what this cuda.h lacks
-#endif
 
 #include <dlfcn.h>
 
@@ -21,8 +19,6 @@
 #include "launch/launch_plan.h"
 
 namespace kjit {
-
-#if KJIT_HAVE_CUDA_HEADERS
 
 namespace ids = cuda_ids;
 
@@ -425,81 +421,5 @@ Status CudaDriver::synchronize() {
   if (Status s = state_->ready(); !s) return s;
   return state_->check("cuCtxSynchronize", state_->api.ctx_synchronize());
 }
-
-#else  // !KJIT_HAVE_CUDA_HEADERS
-
-namespace {
-Error no_headers() {
-  return make_error(ErrorCode::failed_precondition,
-                    "no CUDA driver binding: kjit was built without CUDA headers (cuda.h)");
-}
-}  // namespace
-
-struct CudaDriver::State {};
-
-CudaDriver::CudaDriver(int, std::string) : state_(std::make_unique<State>()) {}
-CudaDriver::~CudaDriver() = default;
-Status CudaDriver::available() {
-  return no_headers();
-}
-Result<int> CudaDriver::device_attribute(int) {
-  return no_headers();
-}
-Result<ModuleHandle> CudaDriver::load_module_image(std::string_view) {
-  return no_headers();
-}
-Result<FunctionHandle> CudaDriver::get_function(ModuleHandle, std::string_view) {
-  return no_headers();
-}
-Status CudaDriver::set_function_attribute(FunctionHandle, int, int) {
-  return no_headers();
-}
-Result<int> CudaDriver::get_function_attribute(FunctionHandle, int) {
-  return no_headers();
-}
-Result<int> CudaDriver::max_active_blocks_per_sm(FunctionHandle, uint32_t, uint32_t) {
-  return no_headers();
-}
-Status CudaDriver::launch(FunctionHandle, const LaunchPlan&, const LaunchArgs&, StreamHandle) {
-  return no_headers();
-}
-Result<DevicePtr> CudaDriver::mem_alloc(size_t) {
-  return no_headers();
-}
-Status CudaDriver::mem_free(DevicePtr) {
-  return no_headers();
-}
-Status CudaDriver::copy_to_device(DevicePtr, std::span<const std::byte>) {
-  return no_headers();
-}
-Status CudaDriver::copy_to_host(std::span<std::byte>, DevicePtr) {
-  return no_headers();
-}
-Result<StreamHandle> CudaDriver::stream_create(int) {
-  return no_headers();
-}
-Status CudaDriver::stream_destroy(StreamHandle) {
-  return no_headers();
-}
-Result<EventHandle> CudaDriver::event_create() {
-  return no_headers();
-}
-Status CudaDriver::event_record(EventHandle, StreamHandle) {
-  return no_headers();
-}
-Status CudaDriver::event_synchronize(EventHandle) {
-  return no_headers();
-}
-Result<float> CudaDriver::event_elapsed_ms(EventHandle, EventHandle) {
-  return no_headers();
-}
-Status CudaDriver::event_destroy(EventHandle) {
-  return no_headers();
-}
-Status CudaDriver::synchronize() {
-  return no_headers();
-}
-
-#endif
 
 }  // namespace kjit
