@@ -131,7 +131,10 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
     std::filesystem::remove_all(*private_dir, ec);
     return make_error(ErrorCode::internal, std::string("compile worker: cannot start: ") + std::strerror(spawned));
   }
-  Worker worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir};
+  return Worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began};
+}
+
+Status CompileWorkers::await_ready(Worker& worker) {
   worker::Setup setup;
   setup.set_config_text(options_.config_text);
   setup.set_config_path(options_.config_path);
@@ -141,14 +144,17 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   if (!write_frame(worker.fd, setup) ||
       read_frame(worker.fd, bytes, std::chrono::steady_clock::now() + k_ready_timeout) != FrameRead::ok ||
       !ready.ParseFromString(bytes)) {
-    const WorkerEnd end = end_of(worker, /*kill_first=*/true);
+    const WorkerEnd end = discard(worker, /*kill_first=*/true);
+    if (stopping()) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
     return make_error(ErrorCode::internal, with_last_output("a compile worker could not start: it " + end.how,
                                                             end.last_output));
   }
-  const auto start_time = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began);
-  spdlog::debug("compile worker {} ready in {} ms, {}", pid, start_time.count() / 1000.0, ready.confinement());
-  last_start_ = StartReport{ready.confinement(), start_time, last_start_.started + 1};  // spawn() runs under mutex_
-  return worker;
+  const auto start_time =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - worker.started);
+  spdlog::debug("compile worker {} ready in {} ms, {}", worker.pid, start_time.count() / 1000.0, ready.confinement());
+  std::lock_guard lock(mutex_);
+  last_start_ = StartReport{ready.confinement(), start_time, last_start_.started + 1};
+  return Ok{};
 }
 
 void CompileWorkers::stop() {
@@ -168,14 +174,19 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire() {
   if (!idle_.empty()) {
     worker = idle_.back();
     idle_.pop_back();
-  } else {
-    // Spawned under the lock: no other socketpair is open in this process
-    // while a worker is started, so none leaks into it.
-    worker = spawn();
-    if (!worker) return worker;
-    ++live_;
+    busy_.push_back(worker->pid);
+    return worker;
   }
+  // Spawned under the lock: no other socketpair is open in this process
+  // while a worker is started, so none leaks into it. Its start-up (loading
+  // the toolchains, confining itself) is awaited outside it, so the pool,
+  // the status and a shutdown never wait on a worker getting ready.
+  worker = spawn();
+  if (!worker) return worker;
+  ++live_;
   busy_.push_back(worker->pid);
+  lock.unlock();
+  if (Status ready = await_ready(*worker); !ready) return ready.error();
   return worker;
 }
 

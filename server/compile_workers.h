@@ -71,6 +71,7 @@ class CompileWorkers {
     int fd = -1;  // the daemon's end of the socketpair
     std::shared_ptr<WorkerOutput> output;  // its stderr
     std::string private_dir;               // its only writable directory, removed with it
+    std::chrono::steady_clock::time_point started;
   };
   Result<Worker> acquire();
   void release(Worker worker);
@@ -87,7 +88,10 @@ class CompileWorkers {
   WorkerEnd end_of(const Worker& worker, bool kill_first) const;
   // end_of, and the worker no longer counts.
   WorkerEnd discard(Worker worker, bool kill_first);
+  // Starts the process (under mutex_); await_ready then sends its setup and
+  // waits for its Ready, and discards it when it does not come.
   Result<Worker> spawn();
+  Status await_ready(Worker& worker);
   bool stopping() const;
 
   Options options_;
