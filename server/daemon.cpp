@@ -61,8 +61,10 @@ Status prepare_socket_path(const std::string& path) {
   return Ok{};
 }
 
-}  // namespace
-
+// NVRTC also looks for quoted includes in the working directory: the daemon
+// runs in an empty one (it compiles there when compile_workers = 0), so no
+// request can reach a file that happens to be there. Workers run in their
+// private directories instead.
 void enter_empty_directory(const DaemonConfig& config) {
   const std::string socket = config.socket_path.empty() ? default_socket_path() : config.socket_path;
   std::filesystem::path empty_dir = std::filesystem::path(socket).parent_path() / ".kjitd-empty";
@@ -70,6 +72,8 @@ void enter_empty_directory(const DaemonConfig& config) {
   std::filesystem::create_directories(empty_dir, ec);
   if (ec || ::chdir(empty_dir.c_str()) != 0) spdlog::warn("cannot chdir to {}", empty_dir.string());
 }
+
+}  // namespace
 
 Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
 Daemon::~Daemon() { shutdown(); }

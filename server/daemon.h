@@ -22,11 +22,6 @@ class DiagnosticsService;
 class ElasticThreadPool;
 class CompileWorkers;
 
-// NVRTC also looks for quoted includes in the working directory: the daemon
-// and its compile workers run in an empty one, so no request can reach a
-// file that happens to be there.
-void enter_empty_directory(const DaemonConfig& config);
-
 class Daemon {
  public:
   explicit Daemon(DaemonConfig config);
