@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "cache/entry_metadata.pb.h"
+#include "convert/artifact_record.h"
 
 namespace kjit {
 namespace {
@@ -48,60 +48,12 @@ std::string checksum_field(std::string_view body) {
   return field;
 }
 
-void to_proto(const Dim3& d, cache::Dim3& out) {
-  out.set_x(d.x);
-  out.set_y(d.y);
-  out.set_z(d.z);
-}
-
-Dim3 from_proto(const cache::Dim3& d) { return Dim3{d.x(), d.y(), d.z()}; }
-
 std::string metadata_bytes(const CacheEntry& entry) {
-  const Artifact& a = entry.artifact;
-  cache::EntryMetadata meta;
-  meta.set_kind(std::string(to_string(a.kind)));
-  meta.set_target(a.target);
-  for (const KernelInfo& k : a.kernels) {
-    cache::Kernel& out = *meta.add_kernels();
-    out.set_name(k.name);
-    out.set_lowered_name(k.lowered_name);
-    out.set_registers(k.registers);
-    out.set_static_shared_bytes(k.static_shared_bytes);
-    out.set_shared_section_bytes(k.shared_section_bytes);
-    out.set_local_bytes(k.local_bytes);
-    out.set_max_threads_per_block(k.max_threads_per_block);
-    to_proto(k.required_threads, *out.mutable_required_threads());
-    to_proto(k.cluster_dims, *out.mutable_cluster_dims());
-    out.set_max_registers(k.max_registers);
-    out.set_param_bytes(k.param_bytes);
-  }
-  for (const auto& [expression, symbol] : a.lowered_names) {
-    cache::LoweredName& out = *meta.add_lowered_names();
-    out.set_expression(expression);
-    out.set_symbol(symbol);
-  }
-  for (const StageTiming& t : a.timings) {
-    cache::StageTiming& out = *meta.add_timings();
-    out.set_stage(t.stage);
-    out.set_ms(t.ms);
-    for (const PassTiming& p : t.passes) {
-      cache::PassTiming& pass = *out.add_passes();
-      pass.set_pass(p.pass);
-      pass.set_ms(p.ms);
-    }
-  }
-  meta.set_log(a.log);
-  meta.set_key(a.key);
-  for (const KeyComponent& c : a.key_components) {
-    cache::KeyComponent& out = *meta.add_key_components();
-    out.set_name(c.name);
-    out.set_value(c.value);
-  }
-  meta.set_pipeline(a.pipeline);
-  for (const std::string& note : a.notes) meta.add_notes(note);
-  meta.set_compile_ms(entry.compile_ms);
-  meta.set_created_unix(entry.created_unix);
-  return meta.SerializeAsString();
+  internal::ArtifactRecord record;
+  to_record(entry.artifact, record);
+  record.set_compile_ms(entry.compile_ms);
+  record.set_created_unix(entry.created_unix);
+  return record.SerializeAsString();
 }
 
 // Where a verified entry's parts are: everything decode_entry checked.
@@ -112,48 +64,19 @@ struct EntryLayout {
 };
 
 Result<CacheEntry> entry_from_metadata(std::string_view metadata, std::string key, std::string_view payload) {
-  cache::EntryMetadata meta;
-  if (!meta.ParseFromArray(metadata.data(), static_cast<int>(metadata.size())))
+  internal::ArtifactRecord record;
+  if (!record.ParseFromArray(metadata.data(), static_cast<int>(metadata.size())))
     return corrupt("metadata does not parse");
-  std::optional<ArtifactKind> kind = parse_artifact_kind(meta.kind());
-  if (!kind) return corrupt("unknown artifact kind '" + meta.kind() + "'");
+  // The payload is the entry's, never the record's.
+  record.clear_payload();
   CacheEntry entry;
   entry.key = std::move(key);
-  entry.compile_ms = meta.compile_ms();
-  entry.created_unix = meta.created_unix();
-  Artifact& a = entry.artifact;
-  a.kind = *kind;
-  a.target = std::move(*meta.mutable_target());
-  a.kernels.reserve(meta.kernels_size());
-  for (cache::Kernel& k : *meta.mutable_kernels()) {
-    KernelInfo& out = a.kernels.emplace_back();
-    out.name = std::move(*k.mutable_name());
-    out.lowered_name = std::move(*k.mutable_lowered_name());
-    out.registers = k.registers();
-    out.static_shared_bytes = k.static_shared_bytes();
-    out.shared_section_bytes = k.shared_section_bytes();
-    out.local_bytes = k.local_bytes();
-    out.max_threads_per_block = k.max_threads_per_block();
-    out.required_threads = from_proto(k.required_threads());
-    out.cluster_dims = from_proto(k.cluster_dims());
-    out.max_registers = k.max_registers();
-    out.param_bytes = k.param_bytes();
-  }
-  for (cache::LoweredName& n : *meta.mutable_lowered_names())
-    a.lowered_names.emplace(std::move(*n.mutable_expression()), std::move(*n.mutable_symbol()));
-  for (cache::StageTiming& t : *meta.mutable_timings()) {
-    StageTiming& out = a.timings.emplace_back();
-    out.stage = std::move(*t.mutable_stage());
-    out.ms = t.ms();
-    for (cache::PassTiming& p : *t.mutable_passes()) out.passes.push_back(PassTiming{std::move(*p.mutable_pass()), p.ms()});
-  }
-  a.log = std::move(*meta.mutable_log());
-  a.key = std::move(*meta.mutable_key());
-  for (cache::KeyComponent& c : *meta.mutable_key_components())
-    a.key_components.push_back(KeyComponent{std::move(*c.mutable_name()), std::move(*c.mutable_value())});
-  a.pipeline = std::move(*meta.mutable_pipeline());
-  for (std::string& note : *meta.mutable_notes()) a.notes.push_back(std::move(note));
-  a.bytes.assign(payload);
+  entry.compile_ms = record.compile_ms();
+  entry.created_unix = record.created_unix();
+  Result<Artifact> artifact = from_record(std::move(record));
+  if (!artifact) return corrupt(artifact.error().message);
+  entry.artifact = std::move(artifact.value());
+  entry.artifact.bytes.assign(payload);
   return entry;
 }
 

@@ -1,6 +1,6 @@
 // One cache entry and its byte format, shared by the disk file and the Redis
 // value: a fixed header (magic, format version, key, sizes, checksum), the
-// metadata (protobuf, cache/entry_metadata.proto) and the artifact bytes as
+// metadata (protobuf, kjit.internal.ArtifactRecord) and the artifact bytes as
 // payload.
 #pragma once
 
@@ -46,7 +46,7 @@ inline constexpr uint64_t k_max_entry_metadata_bytes = 64ull << 20;
 //   magic[8] version:u32 key_size:u32 metadata_size:u64 payload_size:u64
 //   checksum[32] key[key_size] metadata[] payload[]
 // checksum = XXH3-128(key || metadata || payload) in canonical
-// (big-endian) form, then 16 zero bytes; metadata = kjit.cache.EntryMetadata,
+// (big-endian) form, then 16 zero bytes; metadata = kjit.internal.ArtifactRecord without its payload,
 // every Artifact field but bytes (the payload), plus compile_ms and
 // created_unix. A field added to Artifact gets a new field number there.
 // XXH3 rather than SHA-256: the checksum detects damage (torn writes, bit

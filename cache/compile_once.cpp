@@ -1,5 +1,5 @@
-// Cache lookup, in-process single flight and the Redis lease, in that order
-// (see compile_once.h).
+// Cache lookup, in-process single flight and the fleet's lease, in that
+// order (see compile_once.h).
 #include "compile_once.h"
 
 #include <spdlog/spdlog.h>
@@ -15,18 +15,6 @@ namespace kjit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-CacheSource source_of(CacheTier tier) {
-  switch (tier) {
-    case CacheTier::memory:
-      return CacheSource::memory;
-    case CacheTier::disk:
-      return CacheSource::disk;
-    case CacheTier::redis:
-      return CacheSource::redis;
-  }
-  return CacheSource::compiled;
-}
 
 std::string default_owner() {
   char host[256] = {};
@@ -44,7 +32,7 @@ int64_t now_unix() {
 // once and joins it, so renewal ends with the compile, not an interval later.
 class LeaseRenewal {
  public:
-  LeaseRenewal(RedisStore& leases, std::string key, std::string owner, std::chrono::milliseconds ttl,
+  LeaseRenewal(LeaseStore& leases, std::string key, std::string owner, std::chrono::milliseconds ttl,
                std::chrono::milliseconds interval)
       : leases_(leases),
         key_(std::move(key)),
@@ -72,20 +60,20 @@ class LeaseRenewal {
       // Unlocked during the round trip so the destructor never waits on the
       // mutex, only on this one call (bounded by the operation timeout).
       lock.unlock();
-      Status extended = leases_.extend_lease(key_, owner_, ttl_);
+      Status renewed = leases_.renew(key_, owner_, ttl_);
       lock.lock();
-      if (extended) continue;
-      if (extended.error().code == ErrorCode::not_found) {
+      if (renewed) continue;
+      if (renewed.error().code == ErrorCode::not_found) {
         // Expired or taken over: renewing can no longer keep others out.
         spdlog::info("cache: lost the lease on {} during its compile; another daemon may compile it too", key_);
         return;
       }
-      // Redis failing: the lease may still have time left, so keep trying.
-      spdlog::debug("cache: lease on {} not renewed ({}); retrying", key_, extended.error().message);
+      // The store failing: the lease may still have time left, so keep trying.
+      spdlog::debug("cache: lease on {} not renewed ({}); retrying", key_, renewed.error().message);
     }
   }
 
-  RedisStore& leases_;
+  LeaseStore& leases_;
   const std::string key_;
   const std::string owner_;
   const std::chrono::milliseconds ttl_;
@@ -98,23 +86,7 @@ class LeaseRenewal {
 
 }  // namespace
 
-std::string_view to_string(CacheSource source) {
-  switch (source) {
-    case CacheSource::memory:
-      return "memory";
-    case CacheSource::disk:
-      return "disk";
-    case CacheSource::redis:
-      return "redis";
-    case CacheSource::compiled:
-      return "compiled";
-    case CacheSource::joined:
-      return "joined";
-  }
-  return "unknown";
-}
-
-CompileOnce::CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<RedisStore> leases, Options options)
+CompileOnce::CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<LeaseStore> leases, Options options)
     : cache_(std::move(cache)), leases_(std::move(leases)), options_(std::move(options)) {
   if (options_.owner.empty()) options_.owner = default_owner();
   if (options_.lease_renew_interval <= std::chrono::milliseconds::zero())
@@ -124,7 +96,7 @@ CompileOnce::CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<Red
 std::optional<CacheOutcome> CompileOnce::lookup(const std::string& key, bool waited) {
   std::optional<CacheHit> hit = cache_->get(key);
   if (!hit) return std::nullopt;
-  return CacheOutcome{std::move(hit->entry), source_of(hit->tier), waited};
+  return CacheOutcome{std::move(hit->entry), hit->tier, waited};
 }
 
 Result<CacheOutcome> CompileOnce::get_or_compile(const std::string& key, const Compile& compile) {
@@ -150,12 +122,12 @@ Result<CacheOutcome> CompileOnce::lead(const std::string& key, const Compile& co
   const Clock::time_point deadline = Clock::now() + options_.max_wait;
   bool waited = false;
   for (;;) {
-    switch (leases_->try_acquire_lease(key, owner, options_.lease_ttl)) {
+    switch (leases_->try_acquire(key, owner, options_.lease_ttl)) {
       case LeaseOutcome::unavailable:
         return compile_and_put(key, compile);
       case LeaseOutcome::acquired: {
         Result<CacheOutcome> outcome = compile_holding_lease(key, owner, compile, waited);
-        if (Status released = leases_->release_lease(key, owner); !released)
+        if (Status released = leases_->release(key, owner); !released)
           spdlog::debug("cache: lease on {} not released ({}); it expires by itself", key, released.error().message);
         return outcome;
       }
@@ -169,8 +141,8 @@ Result<CacheOutcome> CompileOnce::lead(const std::string& key, const Compile& co
     bool lease_gone = false;
     while (Clock::now() < deadline) {
       std::this_thread::sleep_for(options_.poll_interval);
-      Result<std::optional<std::string>> holder = leases_->lease_holder(key);
-      if (!holder) return compile_and_put(key, compile);  // Redis went away: stop waiting on it
+      Result<std::optional<std::string>> holder = leases_->holder(key);
+      if (!holder) return compile_and_put(key, compile);  // the store went away: stop waiting on it
       if (!holder->has_value()) {
         lease_gone = true;
         break;
@@ -194,10 +166,13 @@ Result<CacheOutcome> CompileOnce::compile_holding_lease(const std::string& key, 
   // takes; stopped on return, before the caller releases the lease.
   LeaseRenewal renewal(*leases_, key, owner, options_.lease_ttl, options_.lease_renew_interval);
   // Another daemon may have finished and released just before we took the
-  // lease: its entry is already in Redis.
-  Result<bool> published = leases_->contains(key);
-  if (published && *published) {
-    if (std::optional<CacheOutcome> hit = lookup(key, waited)) return *std::move(hit);
+  // lease: its entry is already in the shared tier. Asked with contains() so
+  // the usual case, nothing there, counts no second miss.
+  if (Store* shared = cache_->tier(CacheTier::redis)) {
+    Result<bool> published = shared->contains(key);
+    if (published && *published) {
+      if (std::optional<CacheOutcome> hit = lookup(key, waited)) return *std::move(hit);
+    }
   }
   return compile_and_put(key, compile);
 }

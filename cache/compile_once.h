@@ -1,7 +1,8 @@
 // Get-or-compile with one compile per key: in-process waiters share a
-// single flight, and across daemons sharing Redis a lease lets one daemon
-// compile, renewing the lease while it does, and the others poll for its
-// result (bounded, then compile themselves).
+// single flight, and across daemons sharing a cache a lease (a LeaseStore:
+// Redis in a fleet) lets one daemon compile, renewing the lease while it
+// does, and the others poll for its result (bounded, then compile
+// themselves).
 #pragma once
 
 #include <atomic>
@@ -10,17 +11,11 @@
 #include <memory>
 #include <string>
 
-#include "redis_store.h"
+#include "lease_store.h"
 #include "single_flight.h"
 #include "tiered_cache.h"
 
 namespace kjit {
-
-// What answered a request: a cache tier, a compile it ran, or a compile it
-// joined (another request's, in this daemon, that it waited for). The
-// spelling is kjit compile --json's "cache" field.
-enum class CacheSource { memory, disk, redis, compiled, joined };
-std::string_view to_string(CacheSource source);
 
 struct CacheOutcome {
   std::shared_ptr<const CacheEntry> entry;
@@ -41,9 +36,9 @@ class CompileOnce {
  public:
   struct Options {
     // How long a lease outlives a daemon that stopped renewing it (crashed,
-    // or lost Redis): the holder renews it while its compile runs, so this
-    // need not exceed the compile time, only bound how long a dead holder
-    // keeps other daemons waiting.
+    // or lost the lease store): the holder renews it while its compile runs,
+    // so this need not exceed the compile time, only bound how long a dead
+    // holder keeps other daemons waiting.
     std::chrono::milliseconds lease_ttl{120'000};
     // How often the holder extends its lease back to lease_ttl; 0 picks
     // lease_ttl / 3, so one failed renewal still leaves the lease alive.
@@ -56,8 +51,10 @@ class CompileOnce {
   // compile_ms and created_unix when left at 0.
   using Compile = std::function<Result<CacheEntry>()>;
 
-  // leases may be null (no Redis): then only the in-process flight applies.
-  CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<RedisStore> leases, Options options);
+  // leases may be null (no fleet): then only the in-process flight applies.
+  // A previous holder's result is looked for in the cache's Redis tier, the
+  // one the daemons sharing the leases share.
+  CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<LeaseStore> leases, Options options);
 
   // The entry for key from the cache, or from one compile shared by every
   // concurrent caller. Compile errors are returned to every waiter and are
@@ -74,7 +71,7 @@ class CompileOnce {
   std::optional<CacheOutcome> lookup(const std::string& key, bool waited);
 
   std::shared_ptr<TieredCache> cache_;
-  std::shared_ptr<RedisStore> leases_;
+  std::shared_ptr<LeaseStore> leases_;
   Options options_;
   SingleFlight<Result<CacheOutcome>> flights_;
   std::atomic<uint64_t> next_lease_{0};

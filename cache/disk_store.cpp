@@ -178,7 +178,7 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
 }
 
 void DiskStore::remove_corrupt(const std::string& path, uint64_t inode, uint64_t bytes) {
-  ++corruptions_;
+  ++counters_.corruptions;
   // Another process may have published a good entry over the bad one since
   // it was read; only the inode that failed is removed.
   struct stat st {};
@@ -194,20 +194,20 @@ Result<std::optional<CacheEntry>> DiskStore::get(std::string_view key) {
   Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (file.fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) {
-      ++misses_;
+      ++counters_.misses;
       return std::optional<CacheEntry>();
     }
-    ++errors_;
+    ++counters_.errors;
     return io_error("open", path, errno);
   }
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) {
-    ++errors_;
+    ++counters_.errors;
     return io_error("stat", path, errno);
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > k_max_entry_file_bytes) {
-    ++errors_;
+    ++counters_.errors;
     return make_error(ErrorCode::resource_exhausted, "cache entry " + path + " is too large to read");
   }
   std::string bytes;
@@ -217,7 +217,7 @@ Result<std::optional<CacheEntry>> DiskStore::get(std::string_view key) {
   if (!entry) {
     spdlog::warn("disk cache: removing {}: {}", path, entry.error().message);
     remove_corrupt(path, static_cast<uint64_t>(st.st_ino), size);
-    ++misses_;
+    ++counters_.misses;
     return std::optional<CacheEntry>();
   }
   // The shared recency clock. Failure (a file owned by another user) only
@@ -227,7 +227,7 @@ Result<std::optional<CacheEntry>> DiskStore::get(std::string_view key) {
     const timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
     (void)::futimens(file.fd, times);
   }
-  ++hits_;
+  ++counters_.hits;
   return std::optional<CacheEntry>(std::move(entry).value());
 }
 
@@ -251,10 +251,10 @@ Status DiskStore::put(const CacheEntry& entry) {
     if (!ec) written = write_file_atomically(path, encoded, write_options);
   }
   if (!written) {
-    ++errors_;
+    ++counters_.errors;
     return written;
   }
-  ++puts_;
+  ++counters_.puts;
   approx_bytes_ += static_cast<int64_t>(encoded.size()) - (replacing ? static_cast<int64_t>(old.st_size) : 0);
   if (!replacing) ++approx_entries_;
   after_put();
@@ -292,7 +292,7 @@ Status DiskStore::remove(std::string_view key) {
   if (::stat(path.c_str(), &st) != 0) return Ok{};
   if (::unlink(path.c_str()) != 0) {
     if (errno == ENOENT) return Ok{};
-    ++errors_;
+    ++counters_.errors;
     return io_error("remove", path, errno);
   }
   approx_bytes_ -= st.st_size;
@@ -300,14 +300,18 @@ Status DiskStore::remove(std::string_view key) {
   return Ok{};
 }
 
+Result<bool> DiskStore::contains(std::string_view key) {
+  if (!valid_key(key)) return bad_key(key);
+  const std::string path = path_for(key);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  ++counters_.errors;
+  return io_error("stat", path, errno);
+}
+
 StoreStats DiskStore::stats() const {
-  StoreStats out;
-  out.hits = hits_;
-  out.misses = misses_;
-  out.puts = puts_;
-  out.evictions = evictions_;
-  out.corruptions = corruptions_;
-  out.errors = errors_;
+  StoreStats out = counters_.snapshot();
   out.bytes = static_cast<uint64_t>(std::max<int64_t>(0, approx_bytes_.load()));
   out.entries = static_cast<uint64_t>(std::max<int64_t>(0, approx_entries_.load()));
   return out;
@@ -386,7 +390,7 @@ Result<DiskStore::GcReport> DiskStore::collect(uint64_t max_bytes, bool wait_for
   }
   report.bytes_after = bytes;
   report.entries_after = entries;
-  evictions_ += report.removed_entries;
+  counters_.evictions += report.removed_entries;
   approx_bytes_ = static_cast<int64_t>(bytes);
   approx_entries_ = static_cast<int64_t>(entries);
   last_scan_ns_ = steady_ns();

@@ -68,6 +68,8 @@ class DiskStore final : public Store {
   Result<std::optional<CacheEntry>> get(std::string_view key) override;
   Status put(const CacheEntry& entry) override;
   Status remove(std::string_view key) override;
+  // Whether the entry's file exists (one stat; its bytes are not checked).
+  Result<bool> contains(std::string_view key) override;
   // bytes and entries are the approximate figures described above.
   StoreStats stats() const override;
   // last_access_unix is the file's mtime (see touch_interval).
@@ -100,7 +102,7 @@ class DiskStore final : public Store {
   std::atomic<int64_t> approx_entries_{0};
   std::atomic<int64_t> last_scan_ns_{0};  // steady clock
   std::atomic<bool> maintenance_running_{false};
-  std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, evictions_{0}, corruptions_{0}, errors_{0};
+  StoreCounters counters_;
 };
 
 }  // namespace kjit

@@ -164,6 +164,10 @@ Status MemoryStore::remove(std::string_view key) {
   return Ok{};
 }
 
+Result<bool> MemoryStore::contains(std::string_view key) {
+  return peek(key) != nullptr;
+}
+
 StoreStats MemoryStore::stats() const {
   StoreStats out;
   for (const auto& shard : shards_) {

@@ -33,6 +33,8 @@ class MemoryStore final : public Store {
   Result<std::optional<CacheEntry>> get(std::string_view key) override;
   Status put(const CacheEntry& entry) override;
   Status remove(std::string_view key) override;
+  // peek() != nullptr.
+  Result<bool> contains(std::string_view key) override;
   StoreStats stats() const override;
   Result<std::vector<StoredKey>> list() override;
 

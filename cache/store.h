@@ -2,6 +2,7 @@
 // get / put / remove with failures as values, counters, and a listing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,25 @@ struct StoreStats {
   uint64_t corruptions = 0;  // entries that failed verification and were removed
   uint64_t errors = 0;       // operations the tier failed (I/O, network, timeout)
   uint64_t skipped = 0;      // operations not attempted because the tier is known down
+};
+
+// The counters of a tier whose operations bump them from any thread, without
+// a lock of their own.
+struct StoreCounters {
+  std::atomic<uint64_t> hits{0}, misses{0}, puts{0}, evictions{0}, corruptions{0}, errors{0}, skipped{0};
+
+  // bytes and entries are left at 0: they describe contents, not operations.
+  StoreStats snapshot() const {
+    StoreStats out;
+    out.hits = hits;
+    out.misses = misses;
+    out.puts = puts;
+    out.evictions = evictions;
+    out.corruptions = corruptions;
+    out.errors = errors;
+    out.skipped = skipped;
+    return out;
+  }
 };
 
 // One entry as `kjit cache ls` shows it.
@@ -53,6 +73,11 @@ class Store {
 
   // Removes the entry under key; removing a missing key succeeds.
   virtual Status remove(std::string_view key) = 0;
+
+  // Whether an entry is stored under key, without reading, verifying or
+  // counting it: a cheap look for one that may have been published since
+  // the last miss.
+  virtual Result<bool> contains(std::string_view key) = 0;
 
   // A snapshot of the counters; never blocks on I/O.
   virtual StoreStats stats() const = 0;

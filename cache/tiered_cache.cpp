@@ -8,23 +8,8 @@ namespace {
 
 constexpr std::array<CacheTier, k_cache_tier_count> k_tiers = {CacheTier::memory, CacheTier::disk, CacheTier::redis};
 
-size_t index_of(CacheTier tier) {
-  return static_cast<size_t>(tier);
-}
-
 }  // namespace
 
-std::string_view to_string(CacheTier tier) {
-  switch (tier) {
-    case CacheTier::memory:
-      return "memory";
-    case CacheTier::disk:
-      return "disk";
-    case CacheTier::redis:
-      return "redis";
-  }
-  return "unknown";
-}
 
 TieredCache::TieredCache(Tiers tiers) : memory_(std::move(tiers.memory)) {
   stores_[index_of(CacheTier::memory)] = memory_;

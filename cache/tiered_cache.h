@@ -11,16 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/cache_source.h"
 #include "memory_store.h"
 #include "store.h"
 
 namespace kjit {
 
-enum class CacheTier { memory, disk, redis };
-inline constexpr size_t k_cache_tier_count = 3;
-
-// "memory", "disk", "redis": the spelling of kjit compile --json's "cache".
-std::string_view to_string(CacheTier tier);
 
 struct CacheHit {
   std::shared_ptr<const CacheEntry> entry;  // shared with the memory tier: never copied on a memory hit
@@ -44,7 +40,7 @@ struct TieredCacheStats {
 class TieredCache {
  public:
   // Any tier may be null (turned off). Stores are shared so the daemon can
-  // keep a DiskStore for verify / gc and a RedisStore for leases.
+  // keep a DiskStore for verify / gc.
   struct Tiers {
     std::shared_ptr<MemoryStore> memory;
     std::shared_ptr<Store> disk;

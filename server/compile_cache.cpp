@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "cache/redis_leases.h"
+
 namespace kjit {
 
 std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
@@ -14,6 +16,7 @@ std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
   }
   auto cache = std::make_shared<CompileCache>();
   TieredCache::Tiers tiers;
+  std::shared_ptr<LeaseStore> leases;  // null without Redis: one compile per key in this daemon only
   if (config.memory_bytes > 0) {
     MemoryStore::Options memory;
     memory.max_bytes = config.memory_bytes;
@@ -36,7 +39,7 @@ std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
     }
   }
   if (!config.redis.empty()) {
-    RedisStore::Options options;
+    RedisConnection::Options options;
     if (config.redis.front() == '/') {
       options.host = config.redis;
     } else {
@@ -47,15 +50,19 @@ std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
         std::from_chars(port.data(), port.data() + port.size(), options.port);
       }
     }
-    options.ttl = std::chrono::seconds(config.redis_ttl_seconds);
-    cache->redis = std::make_shared<RedisStore>(options);
+    // One connection pool and breaker for the tier and the leases: an outage
+    // seen by either skips both.
+    auto redis = std::make_shared<RedisConnection>(options);
+    cache->redis =
+        std::make_shared<RedisStore>(redis, RedisStore::Options{.ttl = std::chrono::seconds(config.redis_ttl_seconds)});
     tiers.redis = cache->redis;
+    leases = std::make_shared<RedisLeases>(redis);
     spdlog::info("redis cache at {} (ttl {} s)", config.redis, config.redis_ttl_seconds);
   }
   cache->tiers = std::make_shared<TieredCache>(tiers);
   CompileOnce::Options once;
   once.max_wait = std::chrono::milliseconds(config.lease_wait_ms);
-  cache->once = std::make_shared<CompileOnce>(cache->tiers, cache->redis, once);
+  cache->once = std::make_shared<CompileOnce>(cache->tiers, std::move(leases), once);
   return cache;
 }
 

@@ -7,7 +7,7 @@
 
 #include <random>
 
-#include "cache/entry_metadata.pb.h"
+#include "kjit/internal/artifact_record.pb.h"
 #include "sample_entries.h"
 
 namespace kjit {
@@ -165,9 +165,9 @@ TEST(CacheEntry, WithMetadataKeepsAValidEntryValid) {
 TEST(CacheEntry, BadMetadataWithValidChecksumIsCorrupt) {
   const std::string key = key_for(8);
   const std::string encoded = encode_entry(make_entry(key, "payload"));
-  cache::EntryMetadata unknown_kind;
+  internal::ArtifactRecord unknown_kind;
   unknown_kind.set_kind("elf");
-  cache::EntryMetadata valid;
+  internal::ArtifactRecord valid;
   ASSERT_TRUE(valid.ParseFromString(
       encoded.substr(k_entry_header_bytes + key.size(), encoded.size() - k_entry_header_bytes - key.size() - 7)));
   const std::string whole = valid.SerializeAsString();

@@ -1,17 +1,26 @@
-// One compile per key: 32 concurrent cold requests in one daemon, two
-// daemons sharing Redis, a compile outliving its lease's TTL, and the
-// bounded wait on a lease that is never released.
+// One compile per key: 32 concurrent cold requests in one daemon, and
+// daemons sharing a cache tier and leases, the same tests for an in-memory
+// fake of the leases and for Redis: waiting for the holder's result, renewal
+// during a compile longer than the lease's TTL, a crashed or stuck holder,
+// the lease store down; with the fake, a holder cut off from the leases.
 #include "cache/compile_once.h"
 
 #include <gtest/gtest.h>
 
 #include <latch>
+#include <memory>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "cache/disk_store.h"
+#include "cache/redis_leases.h"
+#include "cache/redis_store.h"
+#include "fake_leases.h"
 #include "redis_server.h"
 #include "sample_entries.h"
 #include "temp_dir.h"
+#include "typed_setup.h"
 
 namespace kjit {
 namespace {
@@ -35,6 +44,38 @@ CompileOnce::Compile slow_compile(std::atomic<int>& compiles, std::chrono::milli
     return entry;
   };
 }
+
+// A daemon's get_or_compile on a thread of its own. Constructing returns
+// once its compile has started, so from then on the daemon holds the lease
+// until the compile returns.
+class CompilingDaemon {
+ public:
+  CompilingDaemon(CompileOnce& daemon, const std::string& key, CompileOnce::Compile compile)
+      : thread_([this, &daemon, key, compile = std::move(compile)] {
+          bool compiled = false;
+          result_ = daemon.get_or_compile(key, [&]() -> Result<CacheEntry> {
+            compiled = true;
+            compiling_.count_down();
+            return compile();
+          });
+          if (!compiled) compiling_.count_down();  // a hit: nothing to wait for
+        }) {
+    compiling_.wait();
+  }
+  ~CompilingDaemon() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Result<CacheOutcome> result() {
+    thread_.join();
+    return std::move(result_);
+  }
+
+ private:
+  std::latch compiling_{1};
+  Result<CacheOutcome> result_ = Error{};
+  std::thread thread_;  // last: it starts once every member it uses exists
+};
 
 TEST(CompileOnce, ThirtyTwoConcurrentColdRequestsCompileOnce) {
   auto cache = std::make_shared<TieredCache>(
@@ -98,34 +139,88 @@ TEST(CompileOnce, CompileErrorsReachEveryWaiterAndAreNotCached) {
   EXPECT_FALSE(cache->get(key_for(1)).has_value());
 }
 
-class CompileOnceFleetTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!test::RedisServer::installed()) GTEST_SKIP() << test::RedisServer::k_binary << " is not installed";
-    ASSERT_TRUE(server_.start());
-  }
-
-  // A daemon: its own memory and disk, the fleet's Redis.
-  struct Daemon {
-    std::shared_ptr<RedisStore> redis;
-    std::unique_ptr<CompileOnce> once;
-  };
-  Daemon daemon(const std::string& dir, CompileOnce::Options options = {.poll_interval = 20ms}) {
-    RedisStore::Options o;
-    o.port = server_.port();
-    auto redis = std::make_shared<RedisStore>(o);
-    auto cache = std::make_shared<TieredCache>(
-        TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}), open_disk(dir), redis});
-    return Daemon{redis, std::make_unique<CompileOnce>(cache, redis, options)};
-  }
-
-  test::RedisServer server_;
+// A fleet's shared tier and leases as one daemon sees them.
+struct FleetLink {
+  std::shared_ptr<Store> shared;  // in the Redis tier's place
+  std::shared_ptr<LeaseStore> leases;
 };
 
-TEST_F(CompileOnceFleetTest, TwoDaemonsSharingRedisCompileOnce) {
-  test::TempDir dir_a, dir_b;
-  Daemon a = daemon(dir_a.path());
-  Daemon b = daemon(dir_b.path());
+// Daemons in one process sharing a MemoryStore and the fake's leases.
+struct FakeFleet {
+  static constexpr const char* k_name = "Fake";
+  static constexpr bool k_uses_redis = false;
+  bool start() { return true; }
+  FleetLink join() { return {shared, leases}; }
+  void go_down() { leases->set_available(false); }
+  std::shared_ptr<MemoryStore> shared = std::make_shared<MemoryStore>(MemoryStore::Options{});
+  std::shared_ptr<test::FakeLeases> leases = std::make_shared<test::FakeLeases>();
+};
+
+// Daemons sharing a redis-server, each through connections of its own.
+struct RedisFleet {
+  static constexpr const char* k_name = "Redis";
+  static constexpr bool k_uses_redis = true;
+  bool start() { return server.start(); }
+  FleetLink join() {
+    auto redis = std::make_shared<RedisConnection>(server.connection_options());
+    return {std::make_shared<RedisStore>(redis, RedisStore::Options{}), std::make_shared<RedisLeases>(redis)};
+  }
+  void go_down() { server.stop(); }
+  test::RedisServer server;
+};
+
+template <typename Fleet>
+class CompileOnceFleet : public test::SetupTest<Fleet> {
+ protected:
+  // A daemon: its own memory and disk, the fleet's shared tier and leases.
+  std::unique_ptr<CompileOnce> daemon(CompileOnce::Options options = {.poll_interval = 20ms}) {
+    dirs_.push_back(std::make_unique<test::TempDir>());
+    FleetLink link = this->setup_.join();
+    auto cache = std::make_shared<TieredCache>(TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}),
+                                                                  open_disk(dirs_.back()->path()), link.shared});
+    return std::make_unique<CompileOnce>(cache, link.leases, options);
+  }
+
+  // Daemon a compiles for compile_time while daemon b asks for the same key:
+  // b waits for a's lease to go and answers with a's result from the shared
+  // tier, without compiling.
+  void expect_one_compile_for_two_daemons(CompileOnce::Options options, std::chrono::milliseconds compile_time) {
+    auto a = daemon(options);
+    auto b = daemon(options);
+    std::atomic<int> compiles{0};
+    CompilingDaemon holder(*a, key_for(1), slow_compile(compiles, compile_time));
+    Result<CacheOutcome> b_result = b->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+    Result<CacheOutcome> a_result = holder.result();
+
+    EXPECT_EQ(compiles.load(), 1);
+    ASSERT_TRUE(a_result.ok()) << a_result.error().message;
+    EXPECT_EQ(a_result->source, CacheSource::compiled);
+    ASSERT_TRUE(b_result.ok()) << b_result.error().message;
+    EXPECT_EQ(b_result->source, CacheSource::redis);  // the shared tier
+    EXPECT_TRUE(b_result->waited);
+    EXPECT_EQ(b_result->entry->artifact.bytes, "the one cubin");
+    EXPECT_EQ(b->stats().compiles, 0u);
+    EXPECT_EQ(b->stats().fleet_waits, 1u);
+    EXPECT_EQ(b->stats().lease_timeouts, 0u);
+    EXPECT_EQ(leases().holder(key_for(1)).value(), std::nullopt);  // released
+  }
+
+  // The test's own view of the fleet's leases.
+  LeaseStore& leases() {
+    if (!leases_) leases_ = this->setup_.join().leases;
+    return *leases_;
+  }
+
+  std::shared_ptr<LeaseStore> leases_;
+  std::vector<std::unique_ptr<test::TempDir>> dirs_;
+};
+
+using Fleets = ::testing::Types<FakeFleet, RedisFleet>;
+TYPED_TEST_SUITE(CompileOnceFleet, Fleets, test::SetupName);
+
+TYPED_TEST(CompileOnceFleet, TwoDaemonsCompileOnce) {
+  auto a = this->daemon();
+  auto b = this->daemon();
   std::atomic<int> compiles{0};
   const CompileOnce::Compile compile = slow_compile(compiles, 400ms);
   std::latch start(32);
@@ -134,96 +229,101 @@ TEST_F(CompileOnceFleetTest, TwoDaemonsSharingRedisCompileOnce) {
   for (int t = 0; t < 32; ++t) {
     threads.emplace_back([&, t] {
       start.arrive_and_wait();
-      Result<CacheOutcome> r = (t % 2 ? a : b).once->get_or_compile(key_for(1), compile);
+      Result<CacheOutcome> r = (t % 2 ? a : b)->get_or_compile(key_for(1), compile);
       if (!r.ok() || r->entry->artifact.bytes != "the one cubin") ++wrong;
     });
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(compiles.load(), 1);
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(a.once->stats().fleet_waits + b.once->stats().fleet_waits, 1u);
-  EXPECT_EQ(a.redis->lease_holder(key_for(1)).value(), std::nullopt);  // released
+  EXPECT_EQ(a->stats().fleet_waits + b->stats().fleet_waits, 1u);
+  EXPECT_EQ(this->leases().holder(key_for(1)).value(), std::nullopt);  // released
+}
+
+TYPED_TEST(CompileOnceFleet, SecondDaemonWaitsForTheHoldersResult) {
+  this->expect_one_compile_for_two_daemons({.poll_interval = 20ms}, 300ms);
 }
 
 // Without renewal the 300 ms lease would expire during the 1.2 s compile and
 // the second daemon would take it and compile too.
-TEST_F(CompileOnceFleetTest, CompileLongerThanTheLeaseTtlStillRunsOnce) {
-  test::TempDir dir_a, dir_b;
-  const CompileOnce::Options options{.lease_ttl = 300ms, .poll_interval = 20ms};
-  Daemon a = daemon(dir_a.path(), options);
-  Daemon b = daemon(dir_b.path(), options);
-  std::atomic<int> compiles{0};
-  const CompileOnce::Compile long_compile = slow_compile(compiles, 1200ms);
-  std::latch a_compiling(1);
-  Result<CacheOutcome> a_result = Error{};
-  std::thread first([&] {
-    a_result = a.once->get_or_compile(key_for(1), [&]() -> Result<CacheEntry> {
-      a_compiling.count_down();
-      return long_compile();
-    });
-  });
-  a_compiling.wait();  // a holds the lease from here until its compile returns
-  Result<CacheOutcome> b_result = b.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
-  first.join();
-
-  EXPECT_EQ(compiles.load(), 1);
-  ASSERT_TRUE(a_result.ok()) << a_result.error().message;
-  EXPECT_EQ(a_result->source, CacheSource::compiled);
-  ASSERT_TRUE(b_result.ok()) << b_result.error().message;
-  EXPECT_EQ(b_result->source, CacheSource::redis);
-  EXPECT_TRUE(b_result->waited);
-  EXPECT_EQ(b_result->entry->artifact.bytes, "the one cubin");
-  EXPECT_EQ(b.once->stats().fleet_waits, 1u);
-  EXPECT_EQ(b.once->stats().lease_timeouts, 0u);
-  EXPECT_EQ(a.redis->lease_holder(key_for(1)).value(), std::nullopt);  // released
+TYPED_TEST(CompileOnceFleet, CompileLongerThanTheLeaseTtlStillRunsOnce) {
+  this->expect_one_compile_for_two_daemons({.lease_ttl = 300ms, .poll_interval = 20ms},
+                                           1200ms);  // renewed every 100 ms
+  if constexpr (std::is_same_v<TypeParam, FakeFleet>) {
+    EXPECT_GE(this->setup_.leases->renewals(key_for(1)), 3);
+  }
 }
 
-TEST_F(CompileOnceFleetTest, LeaseRenewalStopsWhenTheCompileReturns) {
-  test::TempDir dir;
-  Daemon d = daemon(dir.path(), {.lease_ttl = 60s, .poll_interval = 20ms});  // renews every 20 s
+TYPED_TEST(CompileOnceFleet, LeaseRenewalStopsWhenTheCompileReturns) {
+  auto d = this->daemon({.lease_ttl = 60s, .poll_interval = 20ms});  // renews every 20 s
   std::atomic<int> compiles{0};
   const auto start = std::chrono::steady_clock::now();
-  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  Result<CacheOutcome> r = d->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
   ASSERT_TRUE(r.ok());
   // A renewer that slept out its interval before noticing would take 20 s.
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-  EXPECT_EQ(d.redis->lease_holder(key_for(1)).value(), std::nullopt);
+  EXPECT_EQ(this->leases().holder(key_for(1)).value(), std::nullopt);
 }
 
-TEST_F(CompileOnceFleetTest, ExpiredLeaseOfACrashedDaemonIsTakenOver) {
-  test::TempDir dir;
-  Daemon d = daemon(dir.path());
-  ASSERT_EQ(d.redis->try_acquire_lease(key_for(1), "crashed-daemon", 300ms), LeaseOutcome::acquired);
+TYPED_TEST(CompileOnceFleet, ExpiredLeaseOfACrashedDaemonIsTakenOver) {
+  auto d = this->daemon();
+  ASSERT_EQ(this->leases().try_acquire(key_for(1), "crashed-daemon", 300ms), LeaseOutcome::acquired);
   std::atomic<int> compiles{0};
   const auto start = std::chrono::steady_clock::now();
-  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  Result<CacheOutcome> r = d->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->source, CacheSource::compiled);
   EXPECT_EQ(compiles.load(), 1);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);  // waited for the expiry
-  EXPECT_EQ(d.once->stats().lease_timeouts, 0u);
+  EXPECT_EQ(d->stats().lease_timeouts, 0u);
 }
 
-TEST_F(CompileOnceFleetTest, WaitIsBoundedThenTheDaemonCompilesItself) {
-  test::TempDir dir;
-  Daemon d = daemon(dir.path(), {.max_wait = 200ms, .poll_interval = 20ms});
-  ASSERT_EQ(d.redis->try_acquire_lease(key_for(1), "stuck-daemon", 60s), LeaseOutcome::acquired);
+TYPED_TEST(CompileOnceFleet, WaitIsBoundedThenTheDaemonCompilesItself) {
+  auto d = this->daemon({.max_wait = 200ms, .poll_interval = 20ms});
+  ASSERT_EQ(this->leases().try_acquire(key_for(1), "stuck-daemon", 60s), LeaseOutcome::acquired);
   std::atomic<int> compiles{0};
-  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  Result<CacheOutcome> r = d->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(compiles.load(), 1);
-  EXPECT_EQ(d.once->stats().lease_timeouts, 1u);
+  EXPECT_EQ(d->stats().lease_timeouts, 1u);
 }
 
-TEST_F(CompileOnceFleetTest, RedisDownMeansCompileLocally) {
-  test::TempDir dir;
-  Daemon d = daemon(dir.path());
-  server_.stop();
+TYPED_TEST(CompileOnceFleet, LeaseStoreDownMeansCompileLocally) {
+  auto d = this->daemon();
+  this->setup_.go_down();
   std::atomic<int> compiles{0};
-  Result<CacheOutcome> r = d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  Result<CacheOutcome> r = d->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
   ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, CacheSource::compiled);
   EXPECT_EQ(compiles.load(), 1);
-  EXPECT_EQ(d.once->get_or_compile(key_for(1), slow_compile(compiles, 10ms))->source, CacheSource::memory);
+  EXPECT_EQ(d->stats().fleet_waits, 0u);
+  EXPECT_EQ(d->get_or_compile(key_for(1), slow_compile(compiles, 10ms))->source, CacheSource::memory);
+}
+
+using CompileOnceFakeFleet = CompileOnceFleet<FakeFleet>;
+
+// a keeps compiling but can no longer reach the leases, so its renewals
+// fail: its lease expires after the TTL and b, waiting on it, compiles.
+TEST_F(CompileOnceFakeFleet, LeaseWhoseHolderStopsRenewingExpiresAndTheWaiterCompiles) {
+  auto a = daemon({.lease_ttl = 200ms, .poll_interval = 10ms, .owner = "daemon-a"});
+  auto b = daemon({.lease_ttl = 200ms, .poll_interval = 10ms, .owner = "daemon-b"});
+  std::atomic<int> compiles{0};
+  CompilingDaemon holder(*a, key_for(1), slow_compile(compiles, 1500ms));
+  setup_.leases->cut_off("daemon-a");
+  const auto start = std::chrono::steady_clock::now();
+  Result<CacheOutcome> b_result = b->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  Result<CacheOutcome> a_result = holder.result();
+
+  ASSERT_TRUE(b_result.ok()) << b_result.error().message;
+  EXPECT_EQ(b_result->source, CacheSource::compiled);
+  EXPECT_EQ(compiles.load(), 2);
+  EXPECT_GE(waited, 150ms);  // for the lease to expire, not for a's compile
+  EXPECT_LT(waited, 1200ms);
+  EXPECT_EQ(b->stats().fleet_waits, 1u);
+  EXPECT_EQ(b->stats().lease_timeouts, 0u);
+  ASSERT_TRUE(a_result.ok()) << a_result.error().message;
+  EXPECT_EQ(a_result->source, CacheSource::compiled);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The disk tier in one process: persistence, verification on read, LRU
-// eviction within the byte bound, gc, verify, temp-file cleanup.
+// eviction within the byte bound, gc, verify, temp-file cleanup. (The Store
+// contract is store_contract_test.cpp.)
 #include "cache/disk_store.h"
 
 #include <fcntl.h>
@@ -55,23 +56,6 @@ uint64_t bytes_on_disk(DiskStore& store) {
 // their order visible in mtimes.
 void tick() {
   std::this_thread::sleep_for(std::chrono::milliseconds(15));
-}
-
-TEST(DiskStore, PutThenGetReturnsTheEntry) {
-  test::TempDir dir;
-  auto store = open_store(dir.path());
-  CacheEntry entry = make_entry(key_for(1), "cubin bytes");
-  ASSERT_TRUE(store->put(entry).ok());
-  std::optional<CacheEntry> got = get(*store, entry.key);
-  ASSERT_TRUE(got.has_value());
-  test::expect_same_entry(*got, entry);
-  EXPECT_FALSE(get(*store, key_for(2)).has_value());
-  StoreStats stats = store->stats();
-  EXPECT_EQ(stats.hits, 1u);
-  EXPECT_EQ(stats.misses, 1u);
-  EXPECT_EQ(stats.puts, 1u);
-  EXPECT_EQ(stats.entries, 1u);
-  EXPECT_EQ(stats.bytes, encode_entry(entry).size());
 }
 
 TEST(DiskStore, EntryIsOneFileUnderAFanOutDirectory) {
@@ -265,19 +249,6 @@ TEST(DiskStore, VerifyRemovesOnlyBadEntries) {
   EXPECT_EQ(store->stats().corruptions, 1u);
   EXPECT_FALSE(std::filesystem::exists(store->path_for(key_for(3))));
   EXPECT_EQ(store->list().value().size(), 4u);
-}
-
-TEST(DiskStore, ListShowsKeysSizesAndLastUse) {
-  test::TempDir dir;
-  auto store = open_store(dir.path());
-  CacheEntry entry = make_entry(key_for(7), "listed");
-  ASSERT_TRUE(store->put(entry).ok());
-  Result<std::vector<StoredKey>> listed = store->list();
-  ASSERT_TRUE(listed.ok());
-  ASSERT_EQ(listed->size(), 1u);
-  EXPECT_EQ((*listed)[0].key, entry.key);
-  EXPECT_EQ((*listed)[0].bytes, encode_entry(entry).size());
-  EXPECT_NEAR(double((*listed)[0].last_access_unix), double(::time(nullptr)), 5);
 }
 
 TEST(DiskStore, AHitRefreshesTheSharedRecency) {

@@ -1,4 +1,5 @@
-// The memory tier: byte bound, LRU order, and hits from many threads.
+// The memory tier: byte bound, LRU order, and hits from many threads. (The
+// Store contract is store_contract_test.cpp.)
 #include "cache/memory_store.h"
 
 #include <gtest/gtest.h>
@@ -17,25 +18,6 @@ using test::make_entry;
 
 bool holds(MemoryStore& store, const std::string& key) {
   return store.peek(key) != nullptr;
-}
-
-TEST(MemoryStore, PutThenGetReturnsTheEntry) {
-  MemoryStore store({});
-  CacheEntry entry = make_entry(key_for(1), "payload");
-  ASSERT_TRUE(store.put(entry).ok());
-  Result<std::optional<CacheEntry>> got = store.get(entry.key);
-  ASSERT_TRUE(got.ok());
-  ASSERT_TRUE(got->has_value());
-  test::expect_same_entry(**got, entry);
-  Result<std::optional<CacheEntry>> missing = store.get(key_for(2));
-  ASSERT_TRUE(missing.ok());
-  EXPECT_FALSE(missing->has_value());
-  StoreStats stats = store.stats();
-  EXPECT_EQ(stats.hits, 1u);
-  EXPECT_EQ(stats.misses, 1u);
-  EXPECT_EQ(stats.puts, 1u);
-  EXPECT_EQ(stats.entries, 1u);
-  EXPECT_EQ(stats.bytes, MemoryStore::footprint(entry));
 }
 
 TEST(MemoryStore, EvictsLeastRecentlyUsedWhenOverItsByteBound) {
@@ -74,18 +56,6 @@ TEST(MemoryStore, EntryLargerThanItsShardIsNotKept) {
   ASSERT_TRUE(store.put(make_entry(key_for(1), std::string(32 * 1024, 'x'))).ok());
   EXPECT_FALSE(holds(store, key_for(1)));
   EXPECT_EQ(store.stats().bytes, 0u);
-}
-
-TEST(MemoryStore, ReplacingAnEntryChargesOnlyTheNewOne) {
-  MemoryStore store({});
-  ASSERT_TRUE(store.put(make_entry(key_for(1), std::string(5000, 'a'))).ok());
-  CacheEntry smaller = make_entry(key_for(1), "b");
-  ASSERT_TRUE(store.put(smaller).ok());
-  EXPECT_EQ(store.stats().bytes, MemoryStore::footprint(smaller));
-  EXPECT_EQ(store.find(key_for(1))->artifact.bytes, "b");
-  ASSERT_TRUE(store.remove(key_for(1)).ok());
-  EXPECT_EQ(store.stats().bytes, 0u);
-  EXPECT_EQ(store.stats().entries, 0u);
 }
 
 TEST(MemoryStore, SixteenThreadsHitConcurrently) {

@@ -73,6 +73,13 @@ bool RedisServer::start() {
   return false;
 }
 
+RedisConnection::Options RedisServer::connection_options() const {
+  RedisConnection::Options options;
+  options.host = "127.0.0.1";
+  options.port = port_;
+  return options;
+}
+
 void RedisServer::stop() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);
@@ -118,6 +125,11 @@ std::string RedisServer::command(const std::vector<std::string>& args) const {
   }
   redisFree(c);
   return out;
+}
+
+void RedisServerTest::SetUp() {
+  if (!RedisServer::installed()) GTEST_SKIP() << RedisServer::k_binary << " is not installed";
+  ASSERT_TRUE(server_.start());
 }
 
 }  // namespace kjit::test

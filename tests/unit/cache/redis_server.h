@@ -2,11 +2,13 @@
 // persistence, stopped and restarted on demand, killed when the test ends.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <string>
 #include <vector>
 
+#include "cache/redis_connection.h"
 #include "temp_dir.h"
 
 namespace kjit::test {
@@ -27,6 +29,8 @@ class RedisServer {
   void stop();
 
   int port() const { return port_; }
+  // Options of a RedisConnection to this server, defaults otherwise.
+  RedisConnection::Options connection_options() const;
 
   // Runs one command on a fresh connection and returns the reply as text
   // (integers in decimal, nil as "(nil)", errors prefixed "ERR:").
@@ -36,6 +40,15 @@ class RedisServer {
   TempDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+};
+
+// A fixture whose tests run against a started server_, and are skipped
+// where redis-server is not installed.
+class RedisServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+
+  RedisServer server_;
 };
 
 }  // namespace kjit::test

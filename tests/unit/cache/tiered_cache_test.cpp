@@ -25,6 +25,7 @@ class FailingStore final : public Store {
   Result<std::optional<CacheEntry>> get(std::string_view) override { return fail(); }
   Status put(const CacheEntry&) override { return fail(); }
   Status remove(std::string_view) override { return fail(); }
+  Result<bool> contains(std::string_view) override { return fail(); }
   StoreStats stats() const override { return {}; }
   Result<std::vector<StoredKey>> list() override { return fail(); }
 
@@ -100,21 +101,13 @@ TEST(TieredCache, NoTiersIsAlwaysAMiss) {
   EXPECT_TRUE(cache.stats().tiers.empty());
 }
 
-class TieredCacheRedisTest : public ::testing::Test {
+class TieredCacheRedisTest : public test::RedisServerTest {
  protected:
-  void SetUp() override {
-    if (!test::RedisServer::installed()) GTEST_SKIP() << test::RedisServer::k_binary << " is not installed";
-    ASSERT_TRUE(server_.start());
-  }
-
   std::shared_ptr<RedisStore> redis() {
-    RedisStore::Options o;
-    o.port = server_.port();
+    RedisConnection::Options o = server_.connection_options();
     o.breaker = {.failures_to_open = 2, .backoff_initial = 200ms, .backoff_max = 200ms};
-    return std::make_shared<RedisStore>(o);
+    return std::make_shared<RedisStore>(std::make_shared<RedisConnection>(o), RedisStore::Options{});
   }
-
-  test::RedisServer server_;
 };
 
 TEST_F(TieredCacheRedisTest, RedisHitFillsDiskAndMemory) {
