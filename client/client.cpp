@@ -3,7 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "compile_request_wire.h"
+#include "client/compile_request_wire.h"
 #include "convert/wire_convert.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kjit/v1/compiler.grpc.pb.h"

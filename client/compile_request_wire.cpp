@@ -1,4 +1,4 @@
-#include "compile_request_wire.h"
+#include "client/compile_request_wire.h"
 
 #include "convert/wire_convert.h"
 

@@ -1,7 +1,7 @@
 // Finds, reads and names the headers a CUDA source includes, for `kjit
 // compile -I`. The naming rules, and why NVRTC needs them, are in
 // include_resolver.h.
-#include "include_resolver.h"
+#include "client/include_resolver.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,10 +1,10 @@
-#include "cache_service.h"
+#include "server/cache_service.h"
 
 #include <algorithm>
 
 #include "pipeline/cache_key.h"
-#include "compile_translation.h"
-#include "status_mapping.h"
+#include "server/compile_translation.h"
+#include "server/status_mapping.h"
 
 namespace kjit {
 namespace {
@@ -65,8 +65,7 @@ grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequ
 grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::RemoveRequest* request, v1::RemoveResponse*) {
   CompileCache* cache = frontend_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
-  if (!is_key_hex(request->key()))
-    return to_grpc_status(make_error(ErrorCode::invalid_argument, "'" + request->key() + "' is not a cache key (64 hex digits)"), *context);
+  if (Status spelled = check_key_spelling(request->key()); !spelled) return to_grpc_status(spelled.error(), *context);
   cache->tiers->remove(request->key());
   return grpc::Status::OK;
 }
@@ -102,7 +101,7 @@ Result<CacheKey> CacheService::key_of(const v1::ExplainSide& side) const {
     return frontend_->pipeline().key(*job);
   }
   const std::string& key = side.key();
-  if (!is_key_hex(key)) return make_error(ErrorCode::invalid_argument, "'" + key + "' is not a cache key (64 hex digits)");
+  if (Status spelled = check_key_spelling(key); !spelled) return spelled.error();
   CompileCache* cache = frontend_->cache();
   if (!cache) return cache_off();
   std::optional<CacheHit> hit = cache->tiers->get(key);

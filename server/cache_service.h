@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "compile_frontend.h"
+#include "server/compile_frontend.h"
 #include "kjit/v1/cache.grpc.pb.h"
 
 namespace kjit {

@@ -1,4 +1,4 @@
-#include "compile_bounds.h"
+#include "server/compile_bounds.h"
 
 #include <dirent.h>
 #include <signal.h>

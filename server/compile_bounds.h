@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/artifact.h"
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 
 namespace kjit {
 

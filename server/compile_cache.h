@@ -8,7 +8,7 @@
 #include "cache/disk_store.h"
 #include "cache/redis_store.h"
 #include "cache/tiered_cache.h"
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 
 namespace kjit {
 

@@ -1,4 +1,4 @@
-#include "compile_frontend.h"
+#include "server/compile_frontend.h"
 
 #include <algorithm>
 
@@ -13,19 +13,18 @@ constexpr uint64_t k_plan_memo_bytes = 64ull << 20;
 // entry's key components are the ones its key was derived from, so the same
 // as this request's), but what ran for this request was a lookup, not that
 // compile's stages.
-CompileOutcome hit_outcome(std::shared_ptr<const CacheEntry> entry, std::string_view tier,
+CompileOutcome hit_outcome(std::shared_ptr<const CacheEntry> entry, CacheSource source,
                            CompileFrontend::Clock::time_point received) {
   const double ms = std::chrono::duration<double, std::milli>(CompileFrontend::Clock::now() - received).count();
-  std::string cache(tier);
-  std::vector<StageTiming> timings = {{"cache", ms, {{"lookup-" + cache, ms}}}};
-  return CompileOutcome{shared_artifact(std::move(entry)), std::move(cache), std::move(timings)};
+  std::vector<StageTiming> timings = {{"cache", ms, {{"lookup-" + std::string(to_string(source)), ms}}}};
+  return CompileOutcome{shared_artifact(std::move(entry)), source, std::move(timings)};
 }
 
 // What ran for a request that compiled, or joined a compile, is that
 // compile's stages.
 CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact, CacheSource source = CacheSource::compiled) {
   std::vector<StageTiming> timings = artifact->timings;
-  return CompileOutcome{std::move(artifact), std::string(to_string(source)), std::move(timings)};
+  return CompileOutcome{std::move(artifact), source, std::move(timings)};
 }
 
 }  // namespace
@@ -41,7 +40,7 @@ CompileFrontend::CompileFrontend(DaemonConfig config, std::shared_ptr<const Comp
   if (!key_hooked) plan_memo_ = std::make_unique<PlanMemo>(k_plan_memo_bytes);
 }
 
-Result<Artifact> CompileFrontend::run(const CompileJob& job, const CompilePipeline::Plan& plan) const {
+Result<Artifact> CompileFrontend::run(const CompileJob& job, const CompilePlan& plan) const {
   return workers_ ? workers_->run(job, plan) : pipeline_->run(job, plan);
 }
 
@@ -58,22 +57,22 @@ Result<PlanMemo::PlanPtr> CompileFrontend::plan(const CompileJob& job) const {
   if (plan_memo_) {
     if (PlanMemo::PlanPtr known = plan_memo_->find(job, fingerprint)) return known;
   }
-  Result<CompilePipeline::Plan> planned = pipeline_->plan(job);
+  Result<CompilePlan> planned = pipeline_->plan(job);
   if (!planned) return planned.error();
-  auto shared = std::make_shared<const CompilePipeline::Plan>(std::move(planned.value()));
+  auto shared = std::make_shared<const CompilePlan>(std::move(planned.value()));
   if (plan_memo_) plan_memo_->remember(job, fingerprint, shared);
   return shared;
 }
 
-std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePipeline::Plan& plan,
+std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePlan& plan,
                                                           Clock::time_point received) const {
   if (!cache_) return std::nullopt;
   std::optional<CacheHit> hit = cache_->tiers->get_from_memory(plan.key.hex);
   if (!hit) return std::nullopt;
-  return hit_outcome(std::move(hit->entry), to_string(hit->tier), received);
+  return hit_outcome(std::move(hit->entry), hit->tier, received);
 }
 
-Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const CompilePipeline::Plan& plan,
+Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const CompilePlan& plan,
                                                 Clock::time_point received) const {
   if (!cache_) {
     Result<Artifact> artifact = run(job, plan);
@@ -91,7 +90,7 @@ Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const Com
   });
   if (!outcome) return outcome.error();
   if (outcome->source != CacheSource::compiled && outcome->source != CacheSource::joined)
-    return hit_outcome(std::move(outcome->entry), to_string(outcome->source), received);
+    return hit_outcome(std::move(outcome->entry), outcome->source, received);
   return compiled_outcome(shared_artifact(std::move(outcome->entry)), outcome->source);
 }
 

@@ -10,10 +10,10 @@
 
 #include "core/artifact.h"
 #include "core/compile_job.h"
-#include "compile_cache.h"
-#include "compile_workers.h"
-#include "plan_memo.h"
-#include "daemon_config.h"
+#include "server/compile_cache.h"
+#include "server/compile_workers.h"
+#include "server/plan_memo.h"
+#include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
 namespace kjit {
@@ -22,7 +22,7 @@ struct CompileOutcome {
   // Shared with the cache (never copied on a hit); its own timings are those
   // of the compile that filled the cache.
   std::shared_ptr<const Artifact> artifact;
-  std::string cache = "compiled";  // "memory", "disk", "redis", "compiled" or "joined"
+  CacheSource source = CacheSource::compiled;
   // What ran for this request: the compile's stages, or the lookup on a hit.
   std::vector<StageTiming> timings;
 };
@@ -47,8 +47,8 @@ class CompileFrontend {
   // Remembered for recent jobs (plan_memo.h), so a hit derives no key.
   Result<PlanMemo::PlanPtr> plan(const CompileJob& job) const;
   // Never blocks on I/O; nullopt on a miss (counted by compile() after it).
-  std::optional<CompileOutcome> memory_hit(const CompilePipeline::Plan& plan, Clock::time_point received) const;
-  Result<CompileOutcome> compile(const CompileJob& job, const CompilePipeline::Plan& plan,
+  std::optional<CompileOutcome> memory_hit(const CompilePlan& plan, Clock::time_point received) const;
+  Result<CompileOutcome> compile(const CompileJob& job, const CompilePlan& plan,
                                  Clock::time_point received) const;
 
   const DaemonConfig& config() const { return config_; }
@@ -62,7 +62,7 @@ class CompileFrontend {
   std::shared_ptr<CompileWorkers> workers_;
   std::unique_ptr<PlanMemo> plan_memo_;  // null when a plugin hooks the key
 
-  Result<Artifact> run(const CompileJob& job, const CompilePipeline::Plan& plan) const;
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan) const;
 };
 
 }  // namespace kjit

@@ -1,4 +1,4 @@
-#include "compile_translation.h"
+#include "server/compile_translation.h"
 
 #include <algorithm>
 
@@ -32,7 +32,13 @@ std::string display_name(const std::string& given, InputKind kind) {
       default: name = "input.cu"; break;
     }
   }
-  if (name.size() > k_max_name_bytes) name.resize(k_max_name_bytes);
+  if (name.size() > k_max_name_bytes) {
+    // Cut before a character, not inside one: the name travels on in proto
+    // strings, which must stay UTF-8.
+    size_t cut = k_max_name_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+    name.resize(cut);
+  }
   return name;
 }
 
@@ -101,6 +107,20 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
   for (const auto& [key, value] : request.pass_args()) job.pass_args[key] = value;
   job.allow_ptx_fallback = request.allow_ptx_fallback();
   return job;
+}
+
+void to_compile_request(const CompileJob& job, v1::CompileRequest& request) {
+  request.mutable_input()->set_kind(to_proto(job.input_kind));
+  request.mutable_input()->set_data(job.input);
+  request.mutable_input()->set_name(job.input_name);
+  request.set_target(job.target.canonical());
+  for (const std::string& option : job.options) request.add_options(option);
+  for (const auto& [name, content] : job.headers) (*request.mutable_headers())[name] = content;
+  for (const std::string& expression : job.name_expressions) request.add_name_expressions(expression);
+  request.set_artifact(to_proto(job.wanted));
+  request.set_pipeline(job.pipeline);
+  for (const auto& [key, value] : job.pass_args) (*request.mutable_pass_args())[key] = value;
+  request.set_allow_ptx_fallback(job.allow_ptx_fallback);
 }
 
 void to_compile_response(const Artifact& artifact, const std::vector<StageTiming>& timings,

@@ -1,18 +1,20 @@
-#include "compile_worker.h"
+#include "server/compile_worker.h"
 
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
-#include "cache/cache_entry.h"
-#include "compile_bounds.h"
-#include "pipeline_setup.h"
-#include "worker_confinement.h"
-#include "worker_output.h"
-#include "worker_protocol.h"
+#include "server/compile_bounds.h"
+#include "server/pipeline_setup.h"
+#include "server/worker_confinement.h"
+#include "server/worker_output.h"
+#include "server/worker_protocol.h"
 
 namespace kjit {
 namespace {
@@ -34,25 +36,17 @@ void empty_directory(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) std::filesystem::remove_all(entry.path(), ec);
 }
 
-worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire, const CompileBounds& bounds) {
-  Result<CompileJob> job = from_worker_job(wire);
+// Runs the plan the daemon derived: the worker derives no key of its own.
+worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire, const DaemonConfig& config) {
+  Result<WorkerJob> job = from_worker_job(wire, config);
   if (!job) return failure(job.error());
-  Result<CompilePipeline::Plan> plan = pipeline.plan(*job);
-  if (!plan) return failure(plan.error());
-  Result<Artifact> artifact = pipeline.run(*job, *plan);
-  if (std::optional<Error> crossed = bound_crossed_by(artifact, bounds)) return failure(*crossed, true);
+  Result<Artifact> artifact = pipeline.run(job->job, job->plan);
+  if (std::optional<Error> crossed = bound_crossed_by(artifact, config.compile_bounds)) return failure(*crossed, true);
   if (!artifact) return failure(artifact.error());
-  // The entry format carries the artifact and its key across; compile_ms
-  // and created_unix are the daemon's to set when it caches the result.
-  CacheEntry entry;
-  entry.key = plan->key.hex;
-  entry.artifact = std::move(artifact.value());
-  worker::Outcome outcome;
-  outcome.set_entry(encode_entry(entry));
-  return outcome;
+  return artifact_outcome(std::move(artifact.value()));
 }
 
-int serve_jobs(const CompilePipeline& pipeline, int fd, const CompileBounds& bounds, const std::string& private_dir) {
+int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& config, const std::string& private_dir) {
   std::string bytes;
   while (true) {
     switch (read_frame(fd, bytes, std::nullopt)) {
@@ -65,10 +59,10 @@ int serve_jobs(const CompilePipeline& pipeline, int fd, const CompileBounds& bou
     // The daemon keeps this job's stderr lines from here on, for its error.
     fmt::print(stderr, "{}\n", WorkerOutput::k_job_marker);
     std::fflush(stderr);
-    start_compile_cpu_bound(bounds);
+    start_compile_cpu_bound(config.compile_bounds);
     worker::Job job;
     worker::Outcome outcome = job.ParseFromString(bytes)
-                                  ? compile(pipeline, job, bounds)
+                                  ? compile(pipeline, job, config)
                                   : failure(make_error(ErrorCode::internal, "compile worker: a job does not parse"));
     empty_directory(private_dir);
     fmt::print(stderr, "{}\n", WorkerOutput::k_job_end_marker);
@@ -89,6 +83,18 @@ Result<WorkerSetup> read_worker_setup(int fd) {
   if (read_frame(fd, bytes, std::nullopt) != FrameRead::ok || !setup.ParseFromString(bytes))
     return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
   return WorkerSetup{setup.config_text(), setup.config_path(), setup.private_dir()};
+}
+
+[[noreturn]] void worker_main(const DaemonConfig& config, const WorkerSetup& setup, int fd) {
+  // The daemon logs each line a worker writes with its own time and the
+  // worker's pid, and keeps the last ones for the request's error.
+  spdlog::default_logger()->set_pattern("%l: %v");
+  // A worker says what the daemon already said at start-up only when asked.
+  spdlog::set_level(std::max(spdlog::level::from_str(config.log_level), spdlog::level::warn));
+  const int code = run_worker_process(config, setup, fd);
+  spdlog::default_logger()->flush();
+  std::fflush(stderr);
+  std::_Exit(code);
 }
 
 int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int fd) {
@@ -121,7 +127,7 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
   worker::Ready ready;
   ready.set_confinement(confinement + "; bounds: " + *bounded);
   if (Status sent = write_frame(fd, ready); !sent) return 1;
-  return serve_jobs(**pipeline, fd, config.compile_bounds, setup.private_dir);
+  return serve_jobs(**pipeline, fd, config, setup.private_dir);
 }
 
 }  // namespace kjit

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
 namespace kjit {
@@ -24,5 +24,10 @@ Result<WorkerSetup> read_worker_setup(int fd);
 // closing the socket. Returns the process's exit code: 0 when the daemon
 // closed the socket or a bound ended the worker after its answer.
 int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int fd);
+
+// A worker process's main: its logging, run_worker_process, and an exit that
+// runs no exit-time checks (a confined process cannot: LeakSanitizer needs
+// ptrace).
+[[noreturn]] void worker_main(const DaemonConfig& config, const WorkerSetup& setup, int fd);
 
 }  // namespace kjit

@@ -1,4 +1,4 @@
-#include "compile_workers.h"
+#include "server/compile_workers.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,9 +14,8 @@
 #include <filesystem>
 #include <optional>
 
-#include "cache/cache_entry.h"
-#include "compile_bounds.h"
-#include "worker_protocol.h"
+#include "server/compile_bounds.h"
+#include "server/worker_protocol.h"
 
 extern char** environ;
 
@@ -113,8 +112,9 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   // worker gets.
   posix_spawn_file_actions_adddup2(&actions, child_end, k_worker_fd);
   posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-  if (!options_.directory.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.directory.c_str());
-  std::vector<std::string> args = options_.command;
+  if (!options_.launch.directory.empty())
+    posix_spawn_file_actions_addchdir_np(&actions, options_.launch.directory.c_str());
+  std::vector<std::string> args = options_.launch.command;
   args.insert(args.end(), {"--worker-fd", std::to_string(k_worker_fd)});
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
@@ -136,8 +136,8 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
 
 Status CompileWorkers::await_ready(Worker& worker) {
   worker::Setup setup;
-  setup.set_config_text(options_.config_text);
-  setup.set_config_path(options_.config_path);
+  setup.set_config_text(options_.launch.config_text);
+  setup.set_config_path(options_.launch.config_path);
   setup.set_private_dir(worker.private_dir);
   std::string bytes;
   worker::Ready ready;
@@ -228,10 +228,10 @@ CompileWorkers::StartReport CompileWorkers::last_start() const {
   return last_start_;
 }
 
-Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipeline::Plan& plan) {
+Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan) {
   Result<Worker> worker = acquire();
   if (!worker) return worker.error();
-  if (Status sent = write_frame(worker->fd, to_worker_job(job)); !sent) {
+  if (Status sent = write_frame(worker->fd, to_worker_job(job, plan)); !sent) {
     const WorkerEnd end = discard(*worker, /*kill_first=*/true);
     return make_error(ErrorCode::internal,
                       "the compile worker for " + describe_job(job) + " was gone (" + end.how + ")", end.last_output);
@@ -298,12 +298,14 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePipelin
     return make_error(known ? static_cast<ErrorCode>(f.code()) : ErrorCode::internal, f.message(), f.log());
   }
   release(*worker);
-  Result<CacheEntry> entry = decode_entry(std::move(*outcome.mutable_entry()), plan.key.hex);
-  if (!entry)
+  Result<Artifact> artifact = from_artifact_outcome(std::move(outcome));
+  if (artifact && artifact->key != plan.key.hex)
+    artifact = make_error(ErrorCode::internal, "it names another key");
+  if (!artifact)
     return make_error(ErrorCode::internal, "compile worker answered with an unusable artifact (" +
-                                               entry.error().message +
+                                               artifact.error().message +
                                                "): does it run another configuration than the daemon?");
-  return std::move(entry->artifact);
+  return artifact;
 }
 
 }  // namespace kjit

@@ -18,22 +18,17 @@
 
 #include "core/artifact.h"
 #include "core/compile_job.h"
-#include "daemon_config.h"
+#include "server/daemon_config.h"
+#include "server/worker_launch.h"
 #include "pipeline/compile_pipeline.h"
-#include "worker_output.h"
+#include "server/worker_output.h"
 
 namespace kjit {
 
 class CompileWorkers {
  public:
   struct Options {
-    // A worker's argv: kjitd's own command line, to which "--worker-fd 3" is
-    // added, so the worker builds the same pipeline (same config, plugins).
-    std::vector<std::string> command;
-    std::string directory;  // the worker starts there (the command's relative paths), then enters an empty one
-    // The configuration file's text as the daemon read it, sent to every new
-    // worker (its command line has no --config).
-    std::string config_text, config_path;
+    WorkerLaunch launch;
     size_t max_workers = 2;                     // compiles at once; more wait for a worker
     std::chrono::milliseconds timeout{300'000};  // a compile longer than this is stopped
     // The bounds each worker applies to itself (it reads them from the same
@@ -48,7 +43,7 @@ class CompileWorkers {
 
   // Runs the planned job in a worker. The artifact's key is checked against
   // plan.key: a worker that derived another one runs another configuration.
-  Result<Artifact> run(const CompileJob& job, const CompilePipeline::Plan& plan);
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan);
 
   size_t live_workers() const;
 

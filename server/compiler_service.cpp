@@ -1,13 +1,13 @@
-#include "compiler_service.h"
+#include "server/compiler_service.h"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
-#include "compile_translation.h"
+#include "server/compile_translation.h"
 #include "convert/wire_convert.h"
 #include "pipeline/pipeline_toml.h"
-#include "status_mapping.h"
+#include "server/status_mapping.h"
 
 namespace kjit {
 namespace {
@@ -25,10 +25,10 @@ void finish_compile(grpc::CallbackServerContext& context, grpc::ServerUnaryReact
   }
   const size_t kernels = outcome->artifact->kernels.size();
   const size_t bytes = outcome->artifact->bytes.size();
-  response.set_cache(outcome->cache);
+  response.set_cache(std::string(to_string(outcome->source)));
   to_compile_response(*outcome->artifact, outcome->timings, response);
   response.set_server_ms(std::chrono::duration<double, std::milli>(Clock::now() - received).count());
-  spdlog::info("{} {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", outcome->cache, job.input_name,
+  spdlog::info("{} {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", to_string(outcome->source), job.input_name,
                job.target.canonical(), to_string(job.wanted), bytes, kernels, response.server_ms());
   reactor.Finish(grpc::Status::OK);
 }

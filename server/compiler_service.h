@@ -9,9 +9,9 @@
 
 #include <memory>
 
-#include "compile_frontend.h"
-#include "daemon_config.h"
-#include "elastic_thread_pool.h"
+#include "server/compile_frontend.h"
+#include "server/daemon_config.h"
+#include "server/elastic_thread_pool.h"
 #include "kjit/v1/compiler.grpc.pb.h"
 
 namespace kjit {

@@ -1,4 +1,4 @@
-#include "daemon.h"
+#include "server/daemon.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -14,15 +14,15 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
-#include "cache_service.h"
-#include "compile_workers.h"
-#include "compiler_service.h"
-#include "diagnostics_service.h"
-#include "elastic_thread_pool.h"
+#include "server/cache_service.h"
+#include "server/compile_workers.h"
+#include "server/compiler_service.h"
+#include "server/diagnostics_service.h"
+#include "server/elastic_thread_pool.h"
 #include "launch/cuda_driver.h"
-#include "launch_service.h"
-#include "pipeline_setup.h"
-#include "worker_confinement.h"
+#include "server/launch_service.h"
+#include "server/pipeline_setup.h"
+#include "server/worker_confinement.h"
 #include "kjit/socket_path.h"
 
 namespace kjit {
@@ -75,7 +75,8 @@ void enter_empty_directory(const DaemonConfig& config) {
 
 }  // namespace
 
-Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
+Daemon::Daemon(DaemonConfig config, WorkerLaunch workers)
+    : config_(std::move(config)), worker_launch_(std::move(workers)) {}
 Daemon::~Daemon() { shutdown(); }
 
 Status Daemon::start() {
@@ -87,13 +88,12 @@ Status Daemon::start() {
   for (const LoadedPlugin& plugin : (*pipeline)->plugins())
     spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
                  plugin.passes.size(), plugin.edits.size());
-  if (config_.compile_workers > 0 && !config_.worker_command.empty()) {
+  if (config_.compile_workers > 0 && !worker_launch_.command.empty()) {
     Result<std::string> confinement = check_worker_confinement(config_);
     if (!confinement) return confinement.error();
     confinement_ = std::move(confinement.value());
     workers_ = std::make_shared<CompileWorkers>(CompileWorkers::Options{
-        config_.worker_command, config_.worker_directory, config_.config_text, config_.config_path,
-        config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s), config_.compile_bounds});
+        worker_launch_, config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s), config_.compile_bounds});
     spdlog::info("compiles run in up to {} worker process(es), {} s each at most; {}", config_.compile_workers,
                  config_.compile_timeout_s, confinement_);
   } else {

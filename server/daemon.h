@@ -6,7 +6,8 @@
 #include <mutex>
 #include <string>
 
-#include "daemon_config.h"
+#include "server/daemon_config.h"
+#include "server/worker_launch.h"
 #include "kjit/status.h"
 
 namespace grpc {
@@ -24,7 +25,8 @@ class CompileWorkers;
 
 class Daemon {
  public:
-  explicit Daemon(DaemonConfig config);
+  // `workers` empty: compiles run in this process.
+  explicit Daemon(DaemonConfig config, WorkerLaunch workers = {});
   ~Daemon();
 
   // Binds the socket and starts serving; an address in use by a live daemon,
@@ -37,6 +39,7 @@ class Daemon {
 
  private:
   DaemonConfig config_;
+  WorkerLaunch worker_launch_;
   std::string socket_path_;
   std::string confinement_;  // how compiles are confined, for the status RPC
   // Declared before the services and the server, so destroyed after them:

@@ -1,4 +1,4 @@
-#include "daemon_command_line.h"
+#include "server/daemon_command_line.h"
 
 #include <spdlog/fmt/fmt.h>
 
@@ -84,11 +84,15 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
       }
     }
   } else if (!config_file.empty()) {
-    if (Status s = load_config_file(config_file, config); !s) {
-      fmt::print(stderr, "kjitd: {}\n", s.error().message);
+    Result<std::string> text = read_config_file(config_file);
+    Status loaded = text ? load_config_text(*text, config_file, config) : Status(text.error());
+    if (!loaded) {
+      fmt::print(stderr, "kjitd: {}\n", loaded.error().message);
       exit_code = 2;
       return std::nullopt;
     }
+    line.worker_launch.config_text = std::move(text.value());
+    line.worker_launch.config_path = config_file;
   }
   // Flags override the file.
   if (!flags.socket_path.empty()) config.socket_path = flags.socket_path;
@@ -120,11 +124,11 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
       continue;
     }
     if (arg.starts_with("--config=")) continue;
-    config.worker_command.emplace_back(arg);
+    line.worker_launch.command.emplace_back(arg);
   }
   {
     std::error_code ec;
-    config.worker_directory = std::filesystem::current_path(ec).string();
+    line.worker_launch.directory = std::filesystem::current_path(ec).string();
   }
   // KJIT_PLUGIN_PATHS: colon-separated, like PATH; the daemon's environment,
   // never a request, decides what is loaded.

@@ -5,13 +5,15 @@
 
 #include <optional>
 
-#include "compile_worker.h"
-#include "daemon_config.h"
+#include "server/compile_worker.h"
+#include "server/daemon_config.h"
+#include "server/worker_launch.h"
 
 namespace kjit {
 
 struct DaemonCommandLine {
   DaemonConfig config;
+  WorkerLaunch worker_launch;  // how the daemon starts its workers
   int worker_fd = -1;        // >= 0: this process is a compile worker
   WorkerSetup worker_setup;  // a worker's, read from worker_fd
 };

@@ -1,4 +1,4 @@
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 
 #include <algorithm>
 #include <fstream>
@@ -50,12 +50,13 @@ Status read_toolkits(const toml::node& node, const std::string& path, std::vecto
       } else if (k == "from" || k == "to") {
         Result<Target> target = parse_target(*text);
         if (!target) return config_error(path, "toolkits." + k + ": " + target.error().message);
-        (k == "from" ? range.min_sm : range.max_sm) = target->sm;
+        (k == "from" ? range.targets.min_sm : range.targets.max_sm) = target->sm;
       } else {
         return config_error(path, "unknown key toolkits." + k);
       }
     }
-    if (range.cuda_home.empty() || !range.min_sm || !range.max_sm || range.min_sm > range.max_sm)
+    if (range.cuda_home.empty() || !range.targets.min_sm || !range.targets.max_sm ||
+        range.targets.min_sm > range.targets.max_sm)
       return config_error(path, "each [[toolkits]] needs cuda_home and from <= to");
     out.push_back(range);
   }
@@ -125,16 +126,19 @@ bool is_sandbox_mode(const std::string& mode) { return mode == "landlock" || mod
 
 uint32_t default_compile_workers() { return std::max(2u, std::thread::hardware_concurrency()); }
 
-Status load_config_file(const std::string& path, DaemonConfig& config) {
+Result<std::string> read_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return config_error(path, "cannot be read");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return load_config_text(text, path, config);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Status load_config_file(const std::string& path, DaemonConfig& config) {
+  Result<std::string> text = read_config_file(path);
+  if (!text) return text.error();
+  return load_config_text(*text, path, config);
 }
 
 Status load_config_text(const std::string& text, const std::string& path, DaemonConfig& config) {
-  config.config_text = text;
-  config.config_path = path;
   toml::table root;
   try {
     root = toml::parse(text, path);

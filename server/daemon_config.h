@@ -3,11 +3,11 @@
 
 #include <cstdint>
 #include <string>
-
 #include <vector>
 
 #include "kjit/status.h"
 #include "pipeline/pipeline_spec.h"
+#include "target/target.h"
 
 namespace kjit {
 
@@ -33,7 +33,7 @@ struct CompileBounds {
 
 // A toolkit for a range of targets, e.g. a newer nvJitLink for cuda:100 and up.
 struct ToolkitRange {
-  uint32_t min_sm = 0, max_sm = 0;
+  TargetRange targets;
   std::string cuda_home;
 };
 
@@ -67,11 +67,6 @@ struct DaemonConfig {
   // Compiles run in this many worker processes at most (0: inside the
   // daemon, as the tests of the pipeline do).
   uint32_t compile_workers = default_compile_workers();
-  // A worker's command line: kjitd's own (set by main); empty: no workers.
-  std::vector<std::string> worker_command;
-  std::string worker_directory;  // where kjitd started: the command's relative paths resolve there
-  // The configuration file as read at start (empty: none), given to workers.
-  std::string config_text, config_path;
   std::string default_target = "cuda:90";        // when a request names none
   std::string cuda_home;                         // empty: $CUDA_HOME, then the build's toolkit
   std::string log_level = "info";                // spdlog level name
@@ -122,6 +117,8 @@ struct DaemonConfig {
 //   cuda_home = "/opt/cuda-13.4"
 //   [pipelines.NAME] ... and [[edits]] ...: see src/pipeline/pipeline_toml.h
 Status load_config_file(const std::string& path, DaemonConfig& config);
+// The file's text, for a caller that keeps it (the daemon, for its workers).
+Result<std::string> read_config_file(const std::string& path);
 // The same from the file's text (`path` names it in messages).
 Status load_config_text(const std::string& text, const std::string& path, DaemonConfig& config);
 

@@ -1,6 +1,6 @@
-#include "diagnostics_service.h"
+#include "server/diagnostics_service.h"
 
-#include "compile_workers.h"
+#include "server/compile_workers.h"
 
 namespace kjit {
 

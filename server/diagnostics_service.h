@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 #include "kjit/v1/diagnostics.grpc.pb.h"
 
 namespace kjit {

@@ -1,4 +1,4 @@
-#include "elastic_thread_pool.h"
+#include "server/elastic_thread_pool.h"
 
 namespace kjit {
 

@@ -1,17 +1,18 @@
-#include "launch_service.h"
+#include "server/launch_service.h"
 
 #include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <vector>
 
-#include "compile_translation.h"
+#include "server/compile_translation.h"
 #include "convert/wire_convert.h"
 #include "kjit/kernel_args.h"
 #include "launch/plan_executor.h"
-#include "launch_translation.h"
+#include "server/launch_translation.h"
 #include "metadata/ptx_reader.h"
-#include "status_mapping.h"
+#include "pipeline/cache_key.h"
+#include "server/status_mapping.h"
 
 namespace kjit {
 namespace {
@@ -57,6 +58,7 @@ Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSou
   } else {
     CompileCache* cache = frontend_->cache();
     if (!cache) return make_error(ErrorCode::failed_precondition, "naming a kernel by cache key needs the compile cache, which is off");
+    if (Status spelled = check_key_spelling(source.key()); !spelled) return spelled.error();
     std::optional<CacheHit> hit = cache->tiers->get(source.key());
     if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key '" + source.key() + "'");
     resolved.artifact = shared_artifact(std::move(hit->entry));

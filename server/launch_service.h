@@ -6,7 +6,7 @@
 #include <mutex>
 #include <optional>
 
-#include "compile_frontend.h"
+#include "server/compile_frontend.h"
 #include "kjit/v1/launch.grpc.pb.h"
 #include "launch/device_limits.h"
 #include "launch/driver_binding.h"

@@ -1,4 +1,4 @@
-#include "launch_translation.h"
+#include "server/launch_translation.h"
 
 #include "convert/wire_convert.h"
 

@@ -1,4 +1,4 @@
-#include "pipeline_setup.h"
+#include "server/pipeline_setup.h"
 
 #include <spdlog/spdlog.h>
 
@@ -13,10 +13,10 @@ Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const Daemo
   for (const ToolkitRange& range : config.toolkits) {
     auto other = CudaToolkit::load(range.cuda_home);
     if (auto nvjitlink = other->nvjitlink(); !nvjitlink)
-      return make_error(ErrorCode::failed_precondition, "toolkit for sm_" + std::to_string(range.min_sm) + "..sm_" +
-                                                            std::to_string(range.max_sm) + ": " + nvjitlink.error().message);
-    spdlog::info("CUDA toolkit {} at {} builds sm_{}..sm_{}", other->version(), other->home(), range.min_sm, range.max_sm);
-    setup.toolkits.push_back({range.min_sm, range.max_sm, std::move(other)});
+      return make_error(ErrorCode::failed_precondition,
+                        "toolkit for " + range.targets.describe() + ": " + nvjitlink.error().message);
+    spdlog::info("CUDA toolkit {} at {} builds {}", other->version(), other->home(), range.targets.describe());
+    setup.toolkits.push_back({range.targets, std::move(other)});
   }
   return CompilePipeline::create(std::move(toolkit), std::move(setup));
 }

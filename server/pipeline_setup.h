@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
 namespace kjit {

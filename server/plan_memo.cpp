@@ -1,9 +1,11 @@
-#include "plan_memo.h"
+#include "server/plan_memo.h"
 
 #include <xxhash.h>
 
 #include <list>
+#include <map>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 
@@ -30,6 +32,21 @@ class Fingerprint {
     const uint64_t size = bytes.size();
     XXH3_64bits_update(state_, &size, sizeof(size));
     XXH3_64bits_update(state_, bytes.data(), bytes.size());
+  }
+  void add(const Target& target) { add(target.canonical()); }
+  void add(InputKind kind) { add(to_string(kind)); }
+  void add(ArtifactKind kind) { add(to_string(kind)); }
+  void add(bool flag) { add(std::string_view(flag ? "1" : "0")); }
+  void add(const std::vector<std::string>& list) {
+    add(std::to_string(list.size()));
+    for (const std::string& item : list) add(item);
+  }
+  void add(const std::map<std::string, std::string>& map) {
+    add(std::to_string(map.size()));
+    for (const auto& [key, value] : map) {
+      add(key);
+      add(value);
+    }
   }
   uint64_t digest() const { return XXH3_64bits_digest(state_); }
 
@@ -62,26 +79,7 @@ PlanMemo::Shard& PlanMemo::shard_for(uint64_t fingerprint) const { return *shard
 
 uint64_t PlanMemo::fingerprint(const CompileJob& job) {
   Fingerprint f;
-  f.add(to_string(job.input_kind));
-  f.add(job.input);
-  f.add(job.input_name);
-  f.add(job.target.canonical());
-  for (const std::string& option : job.options) f.add(option);
-  f.add("|headers");
-  for (const auto& [name, content] : job.headers) {
-    f.add(name);
-    f.add(content);
-  }
-  f.add("|names");
-  for (const std::string& expression : job.name_expressions) f.add(expression);
-  f.add(to_string(job.wanted));
-  f.add(job.pipeline);
-  f.add("|args");
-  for (const auto& [key, value] : job.pass_args) {
-    f.add(key);
-    f.add(value);
-  }
-  f.add(job.allow_ptx_fallback ? "fallback" : "");
+  for_each_field(job, [&f](std::string_view, const auto& field) { f.add(field); });
   return f.digest();
 }
 

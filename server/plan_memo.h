@@ -19,7 +19,7 @@ namespace kjit {
 
 class PlanMemo {
  public:
-  using PlanPtr = std::shared_ptr<const CompilePipeline::Plan>;
+  using PlanPtr = std::shared_ptr<const CompilePlan>;
 
   // max_bytes bounds what the remembered jobs hold (their inputs and
   // headers, plus a fixed overhead each); least recently used go first.

@@ -1,4 +1,4 @@
-#include "status_mapping.h"
+#include "server/status_mapping.h"
 
 namespace kjit {
 namespace {

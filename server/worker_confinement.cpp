@@ -1,4 +1,4 @@
-#include "worker_confinement.h"
+#include "server/worker_confinement.h"
 
 #include <link.h>
 #include <spdlog/spdlog.h>

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
-#include "worker_sandbox.h"
+#include "server/worker_sandbox.h"
 
 namespace kjit {
 

@@ -1,4 +1,4 @@
-#include "worker_output.h"
+#include "server/worker_output.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "worker_protocol.h"
+#include "server/worker_protocol.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -6,66 +6,73 @@
 
 #include <cerrno>
 
+#include "server/compile_translation.h"
+#include "core/fd_io.h"
+#include "convert/artifact_record.h"
+#include "pipeline/cache_key.h"
+
 namespace kjit {
 
-worker::Job to_worker_job(const CompileJob& job) {
+worker::Job to_worker_job(const CompileJob& job, const CompilePlan& plan) {
   worker::Job out;
-  out.set_input_kind(std::string(to_string(job.input_kind)));
-  out.set_input(job.input);
-  out.set_input_name(job.input_name);
-  out.set_target(job.target.canonical());
-  for (const std::string& option : job.options) out.add_options(option);
-  for (const auto& [name, content] : job.headers) {
-    worker::Header& header = *out.add_headers();
-    header.set_name(name);
-    header.set_content(content);
+  to_compile_request(job, *out.mutable_request());
+  worker::Plan& p = *out.mutable_plan();
+  p.set_pipeline(plan.pipeline.name);
+  for (const StageSpec& stage : plan.pipeline.stages) {
+    worker::Stage& s = *p.add_stages();
+    s.set_name(stage.name);
+    s.set_takes(std::string(to_string(stage.takes)));
+    s.set_gives(std::string(to_string(stage.gives)));
+    for (const std::string& pass : stage.passes) s.add_passes(pass);
   }
-  for (const std::string& expression : job.name_expressions) out.add_name_expressions(expression);
-  out.set_wanted(std::string(to_string(job.wanted)));
-  out.set_pipeline(job.pipeline);
-  for (const auto& [key, value] : job.pass_args) {
-    worker::PassArg& arg = *out.add_pass_args();
-    arg.set_key(key);
-    arg.set_value(value);
+  for (const auto& [key, value] : plan.args) (*p.mutable_args())[key] = value;
+  p.set_key(plan.key.hex);
+  for (const KeyComponent& component : plan.key.components) {
+    internal::KeyComponent& c = *p.add_key_components();
+    c.set_name(component.name);
+    c.set_value(component.value);
   }
-  out.set_allow_ptx_fallback(job.allow_ptx_fallback);
   return out;
 }
 
-Result<CompileJob> from_worker_job(const worker::Job& in) {
-  CompileJob job;
-  std::optional<InputKind> kind = parse_input_kind(in.input_kind());
-  std::optional<ArtifactKind> wanted = parse_artifact_kind(in.wanted());
-  Result<Target> target = parse_target(in.target());
-  if (!kind || !wanted || !target)
-    return make_error(ErrorCode::internal, "compile worker: a job names an unknown input kind, artifact or target");
-  job.input_kind = *kind;
-  job.input = in.input();
-  job.input_name = in.input_name();
-  job.target = *target;
-  job.options.assign(in.options().begin(), in.options().end());
-  for (const worker::Header& header : in.headers()) job.headers.emplace(header.name(), header.content());
-  job.name_expressions.assign(in.name_expressions().begin(), in.name_expressions().end());
-  job.wanted = *wanted;
-  job.pipeline = in.pipeline();
-  for (const worker::PassArg& arg : in.pass_args()) job.pass_args.emplace(arg.key(), arg.value());
-  job.allow_ptx_fallback = in.allow_ptx_fallback();
-  return job;
+Result<WorkerJob> from_worker_job(const worker::Job& in, const DaemonConfig& config) {
+  auto garbled = [](const std::string& what) {
+    return make_error(ErrorCode::internal, "compile worker: a job's " + what);
+  };
+  Result<CompileJob> job = to_compile_job(in.request(), config);
+  if (!job) return garbled("request is refused: " + job.error().message);
+  const worker::Plan& p = in.plan();
+  CompilePlan plan;
+  plan.pipeline.name = p.pipeline();
+  plan.pipeline.inputs = {job->input_kind};
+  for (const worker::Stage& s : p.stages()) {
+    std::optional<IrKind> takes = parse_ir_kind(s.takes());
+    std::optional<IrKind> gives = parse_ir_kind(s.gives());
+    if (!takes || !gives) return garbled("plan names an unknown IR kind");
+    plan.pipeline.stages.push_back(StageSpec{s.name(), *takes, *gives, {s.passes().begin(), s.passes().end()}});
+  }
+  plan.args.insert(p.args().begin(), p.args().end());
+  if (!is_key_hex(p.key())) return garbled("plan has no key");
+  plan.key.hex = p.key();
+  for (const internal::KeyComponent& c : p.key_components()) plan.key.components.push_back({c.name(), c.value()});
+  return WorkerJob{std::move(job.value()), std::move(plan)};
+}
+
+worker::Outcome artifact_outcome(Artifact&& artifact) {
+  worker::Outcome outcome;
+  internal::ArtifactRecord& record = *outcome.mutable_artifact();
+  to_record(artifact, record);
+  record.set_payload(std::move(artifact.bytes));
+  return outcome;
+}
+
+Result<Artifact> from_artifact_outcome(worker::Outcome&& outcome) {
+  Result<Artifact> artifact = from_record(std::move(*outcome.mutable_artifact()));
+  if (!artifact) return make_error(ErrorCode::internal, "compile worker: an answer's " + artifact.error().message);
+  return artifact;
 }
 
 namespace {
-
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    // MSG_NOSIGNAL: a worker that died must not SIGPIPE the daemon.
-    ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // Reads exactly `size` bytes into `out`, polling so the deadline holds.
 FrameRead read_all(int fd, char* out, size_t size, std::optional<std::chrono::steady_clock::time_point> deadline) {
@@ -99,7 +106,7 @@ Status write_frame(int fd, const google::protobuf::MessageLite& message) {
   const size_t size = frame.size() - 4;
   if (size > k_max_worker_frame_bytes) return make_error(ErrorCode::resource_exhausted, "compile worker: message too large");
   for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((size >> (8 * i)) & 0xff);
-  if (!write_all(fd, frame.data(), frame.size()))
+  if (write_all(fd, frame) != 0)
     return make_error(ErrorCode::unavailable, "compile worker: the other end is gone");
   return Ok{};
 }

@@ -7,7 +7,10 @@
 #include <optional>
 #include <string>
 
+#include "core/artifact.h"
 #include "core/compile_job.h"
+#include "server/daemon_config.h"
+#include "pipeline/compile_plan.h"
 #include "kjit/status.h"
 #include "server/compile_worker.pb.h"
 
@@ -17,8 +20,20 @@ namespace kjit {
 // artifact; a length beyond it means the peer is not speaking the protocol.
 inline constexpr uint32_t k_max_worker_frame_bytes = 1u << 30;
 
-worker::Job to_worker_job(const CompileJob& job);
-Result<CompileJob> from_worker_job(const worker::Job& job);
+// A job and the plan the daemon derived for it, as a worker receives them.
+struct WorkerJob {
+  CompileJob job;
+  CompilePlan plan;
+};
+worker::Job to_worker_job(const CompileJob& job, const CompilePlan& plan);
+// The request is read with the daemon's own translation (to_compile_job)
+// and limits; anything that does not read back is an internal error, since
+// only the daemon writes jobs.
+Result<WorkerJob> from_worker_job(const worker::Job& job, const DaemonConfig& config);
+
+// A worker's answer for a compiled artifact, and the daemon's reading of it.
+worker::Outcome artifact_outcome(Artifact&& artifact);
+Result<Artifact> from_artifact_outcome(worker::Outcome&& outcome);
 
 // Writes one frame; an error when the peer is gone.
 Status write_frame(int fd, const google::protobuf::MessageLite& message);

@@ -1,6 +1,6 @@
 // Confinement of a compile worker: Landlock through raw syscalls (there is no
 // library), seccomp through libseccomp.
-#include "worker_sandbox.h"
+#include "server/worker_sandbox.h"
 
 #include <dirent.h>
 #include <fcntl.h>

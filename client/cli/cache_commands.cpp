@@ -1,4 +1,4 @@
-#include "cache_commands.h"
+#include "client/cli/cache_commands.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/cache_key.h"
-#include "exit_codes.h"
+#include "client/cli/exit_codes.h"
 #include "kjit/client.h"
 
 namespace kjit::cli {

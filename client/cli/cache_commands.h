@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "compile_command.h"
+#include "client/cli/compile_command.h"
 
 namespace kjit::cli {
 

@@ -1,4 +1,4 @@
-#include "compile_command.h"
+#include "client/cli/compile_command.h"
 
 #include <chrono>
 #include <cstdio>
@@ -7,9 +7,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "compile_json.h"
-#include "exit_codes.h"
-#include "include_resolver.h"
+#include "client/cli/compile_json.h"
+#include "client/cli/exit_codes.h"
+#include "client/include_resolver.h"
 #include "kjit/client.h"
 
 namespace kjit::cli {

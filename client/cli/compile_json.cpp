@@ -1,4 +1,4 @@
-#include "compile_json.h"
+#include "client/cli/compile_json.h"
 
 namespace kjit::cli {
 namespace {

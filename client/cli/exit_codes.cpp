@@ -1,4 +1,4 @@
-#include "exit_codes.h"
+#include "client/cli/exit_codes.h"
 
 #include <cstdio>
 #include <string>

@@ -1,4 +1,4 @@
-#include "launch_commands.h"
+#include "client/cli/launch_commands.h"
 
 #include <charconv>
 #include <cstdio>
@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "compile_json.h"
-#include "exit_codes.h"
+#include "client/cli/compile_json.h"
+#include "client/cli/exit_codes.h"
 
 namespace kjit::cli {
 namespace {

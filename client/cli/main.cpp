@@ -2,11 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "compile_command.h"
-#include "cache_commands.h"
-#include "launch_commands.h"
-#include "pipeline_command.h"
-#include "exit_codes.h"
+#include "client/cli/compile_command.h"
+#include "client/cli/cache_commands.h"
+#include "client/cli/launch_commands.h"
+#include "client/cli/pipeline_command.h"
+#include "client/cli/exit_codes.h"
 #include "kjit/client.h"
 #include "kjit/socket_path.h"
 

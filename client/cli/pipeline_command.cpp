@@ -1,8 +1,8 @@
-#include "pipeline_command.h"
+#include "client/cli/pipeline_command.h"
 
 #include <cstdio>
 
-#include "exit_codes.h"
+#include "client/cli/exit_codes.h"
 #include "kjit/client.h"
 
 namespace kjit::cli {

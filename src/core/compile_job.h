@@ -27,4 +27,24 @@ struct CompileJob {
   bool operator==(const CompileJob&) const = default;
 };
 
+// Every field of a CompileJob, each named once, for code that must treat
+// them all alike: the plan memo's fingerprint, and the test that each field
+// reaches the cache key (tests/unit/pipeline/compile_key_fields_test.cpp,
+// whose size check fails when a field is added here or to the struct alone).
+// `visit(name, field)` is called in declaration order.
+template <typename Job, typename Visit>
+void for_each_field(Job& job, Visit&& visit) {
+  visit("input_kind", job.input_kind);
+  visit("input", job.input);
+  visit("input_name", job.input_name);
+  visit("target", job.target);
+  visit("options", job.options);
+  visit("headers", job.headers);
+  visit("name_expressions", job.name_expressions);
+  visit("wanted", job.wanted);
+  visit("pipeline", job.pipeline);
+  visit("pass_args", job.pass_args);
+  visit("allow_ptx_fallback", job.allow_ptx_fallback);
+}
+
 }  // namespace kjit

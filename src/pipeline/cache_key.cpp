@@ -55,6 +55,16 @@ bool is_key_hex(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+Status check_key_spelling(std::string_view text) {
+  if (is_key_hex(text)) return Ok{};
+  constexpr size_t k_quoted = 80;  // a key is 64; more only repeats a mistake
+  std::string quoted(text.substr(0, k_quoted));
+  for (char& c : quoted)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  if (text.size() > k_quoted) quoted += "...";
+  return make_error(ErrorCode::invalid_argument, "'" + quoted + "' is not a cache key (64 lowercase hex digits)");
+}
+
 std::string sha256_hex(std::string_view bytes) {
   Sha256 sha;
   sha.update(bytes);

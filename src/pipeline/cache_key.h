@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kjit/status.h"
 #include "kjit/types.h"  // KeyComponent
 
 namespace kjit {
@@ -17,6 +18,7 @@ inline constexpr int k_key_schema_version = 1;
 struct CacheKey {
   std::vector<KeyComponent> components;  // in derivation order
   std::string hex;                       // 64 lowercase hex digits
+  bool operator==(const CacheKey&) const = default;
 };
 
 // Hashes the components in order, each encoded as length-prefixed name and
@@ -26,6 +28,9 @@ CacheKey derive_key(std::vector<KeyComponent> components);
 // Whether text is spelled as CacheKey::hex is: what a user may pass where a
 // key is asked for (kjit cache rm KEY, Explain by key).
 bool is_key_hex(std::string_view text);
+// The same as a request's answer: INVALID_ARGUMENT quoting (the start of)
+// what was given, for every RPC that takes a key.
+Status check_key_spelling(std::string_view text);
 
 // Lowercase hex SHA-256 of arbitrary bytes (input and header digests).
 std::string sha256_hex(std::string_view bytes);

@@ -105,7 +105,7 @@ Status CompilePipeline::validate() const {
 
 const CudaToolkit& CompilePipeline::toolkit_for(const Target& target) const {
   for (const ToolkitForRange& range : toolkits_)
-    if (target.sm >= range.min_sm && target.sm <= range.max_sm) return *range.toolkit;
+    if (range.targets.contains(target)) return *range.toolkit;
   return *toolkit_;
 }
 
@@ -167,7 +167,7 @@ Result<PipelineSpec> CompilePipeline::apply_edits(InputKind input, const std::st
   return effective;
 }
 
-Result<CompilePipeline::Plan> CompilePipeline::plan(const CompileJob& job) const {
+Result<CompilePlan> CompilePipeline::plan(const CompileJob& job) const {
   auto resolved = resolved_.find({job.input_kind, job.pipeline});
   if (resolved == resolved_.end()) {
     // resolve_all() kept every pipeline that resolves: this one fails.
@@ -175,7 +175,7 @@ Result<CompilePipeline::Plan> CompilePipeline::plan(const CompileJob& job) const
     if (!failing) return failing.error();
     return make_error(ErrorCode::internal, "pipeline '" + job.pipeline + "' was not resolved at start-up");
   }
-  Plan plan;
+  CompilePlan plan;
   plan.pipeline = resolved->second.pipeline;
   plan.args = plan.pipeline.args;
   for (const auto& [key, value] : job.pass_args) {
@@ -222,12 +222,12 @@ Result<CacheKey> CompilePipeline::key(const CompileJob& job) const {
 }
 
 Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
-  Result<Plan> p = plan(job);
+  Result<CompilePlan> p = plan(job);
   if (!p) return p.error();
   return run(job, *p);
 }
 
-Result<Artifact> CompilePipeline::run(const CompileJob& job, const Plan& plan) const {
+Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& plan) const {
   Artifact artifact;
   artifact.target = job.target.canonical();
   artifact.pipeline = plan.pipeline.name;

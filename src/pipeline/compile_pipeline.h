@@ -12,6 +12,7 @@
 
 #include "backends/cuda_toolkit.h"
 #include "pipeline/cache_key.h"
+#include "pipeline/compile_plan.h"
 #include "core/artifact.h"
 #include "core/compile_job.h"
 #include "pipeline/pass.h"
@@ -20,9 +21,9 @@
 
 namespace kjit {
 
-// A toolkit that serves a range of SM numbers instead of the default one.
+// A toolkit that serves a range of targets instead of the default one.
 struct ToolkitForRange {
-  uint32_t min_sm = 0, max_sm = 0;
+  TargetRange targets;
   std::shared_ptr<const CudaToolkit> toolkit;
 };
 
@@ -46,18 +47,12 @@ class CompilePipeline {
 
   // The pipeline a request would run, after all edits.
   Result<PipelineSpec> effective_pipeline(InputKind input, const std::string& name) const;
-  // What a job will run and the key it caches under, derived once: a daemon
-  // looks the key up, and on a miss runs the same plan.
-  struct Plan {
-    PipelineSpec pipeline;
-    std::map<std::string, std::string> args;
-    CacheKey key;
-  };
-  Result<Plan> plan(const CompileJob& job) const;
+  // What a job will run and the key it caches under.
+  Result<CompilePlan> plan(const CompileJob& job) const;
   Result<CacheKey> key(const CompileJob& job) const;
   Result<Artifact> run(const CompileJob& job) const;
-  // `plan` must be plan(job)'s.
-  Result<Artifact> run(const CompileJob& job, const Plan& plan) const;
+  // `plan` must be plan(job)'s (here, or in the daemon that sent it).
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan) const;
 
   std::vector<std::string> pipeline_names() const;
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }

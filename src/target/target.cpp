@@ -121,4 +121,8 @@ Result<Target> parse_target(std::string_view text) {
   return target;
 }
 
+std::string TargetRange::describe() const {
+  return "sm_" + std::to_string(min_sm) + "..sm_" + std::to_string(max_sm);
+}
+
 }  // namespace kjit

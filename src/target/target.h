@@ -53,6 +53,15 @@ struct Target {
   bool operator==(const Target&) const = default;
 };
 
+// A range of architectures, both ends included: which targets a toolkit
+// other than the default one builds.
+struct TargetRange {
+  uint32_t min_sm = 0, max_sm = 0;
+  bool contains(const Target& target) const { return target.sm >= min_sm && target.sm <= max_sm; }
+  std::string describe() const;  // "sm_100..sm_121"
+  bool operator==(const TargetRange&) const = default;
+};
+
 // How the LLVM path builds for a target: what LLVM is given, and what the
 // PTX it writes is retargeted to (Triton's method for newer targets).
 struct LlvmCodegenPlan {

@@ -1,6 +1,5 @@
 // Fuzzes decode_entry: cache entries come back from disk and from a shared
 // Redis that other hosts write, so any bytes must decode or fail as corrupt.
-#include <google/protobuf/stubs/logging.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -43,13 +42,6 @@ void check_decoded(const kjit::CacheEntry& entry) {
 }
 
 }  // namespace
-
-// Mutated bytes often break proto3's UTF-8 rule for string fields, which
-// protobuf logs on every parse: noise that would bury a real report.
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  google::protobuf::SetLogHandler(nullptr);
-  return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

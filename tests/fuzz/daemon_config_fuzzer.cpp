@@ -13,8 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   kjit::DaemonConfig config;
   kjit::Status status = kjit::load_config_text(text, "fuzz.toml", config);
-  // The daemon gives the text to its workers as it read it, valid or not.
-  FUZZ_CHECK(config.config_text == text);
   if (!status) {
     FUZZ_CHECK(status.error().code == kjit::ErrorCode::invalid_argument);
     FUZZ_CHECK(status.error().message.starts_with("config fuzz.toml"));
@@ -22,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const kjit::ToolkitRange& range : config.toolkits) {
     FUZZ_CHECK(!range.cuda_home.empty());
-    FUZZ_CHECK(range.min_sm != 0 && range.min_sm <= range.max_sm);
+    FUZZ_CHECK(range.targets.min_sm != 0 && range.targets.min_sm <= range.targets.max_sm);
   }
   FUZZ_CHECK(config.compile_workers <= 1024);
   // `kjit pipeline show` prints a pipeline so that it can be pasted back into

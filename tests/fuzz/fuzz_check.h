@@ -13,3 +13,10 @@
       std::abort();                                                                               \
     }                                                                                             \
   } while (0)
+
+// What a parser promises for bad input: invalid_argument, with a message.
+#define FUZZ_CHECK_REFUSED(error)                                  \
+  do {                                                             \
+    FUZZ_CHECK((error).code == kjit::ErrorCode::invalid_argument); \
+    FUZZ_CHECK(!(error).message.empty());                          \
+  } while (0)

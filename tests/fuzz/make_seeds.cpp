@@ -100,8 +100,20 @@ kjit::CompileJob cuda_job() {
   return job;
 }
 
+// A plan as the daemon derives one: the default CUDA pipeline's shape.
+kjit::CompilePlan sample_plan() {
+  kjit::CompilePlan plan;
+  plan.pipeline.name = "cuda-nvidia";
+  plan.pipeline.stages = {{"frontend", kjit::IrKind::cuda_source, kjit::IrKind::ptx, {"nvrtc"}},
+                          {"assemble", kjit::IrKind::ptx, kjit::IrKind::cubin, {"nvjitlink"}}};
+  plan.args = {{"llvm-passes.pipeline", "default<O2>"}};
+  plan.key.hex = std::string(64, 'c');
+  plan.key.components = {{"input.kind", "cuda-source"}, {"target", "cuda:90a"}};
+  return plan;
+}
+
 void worker_jobs() {
-  const std::string cuda = kjit::to_worker_job(cuda_job()).SerializeAsString();
+  const std::string cuda = kjit::to_worker_job(cuda_job(), sample_plan()).SerializeAsString();
   kjit::CompileJob ptx_job;
   ptx_job.input_kind = kjit::InputKind::ptx;
   ptx_job.input = ".version 9.0\n.target sm_90\n.address_size 64\n";
@@ -109,7 +121,7 @@ void worker_jobs() {
   ptx_job.target = *kjit::parse_target("cuda:107");
   ptx_job.wanted = kjit::ArtifactKind::ptx;
   ptx_job.allow_ptx_fallback = true;
-  const std::string ptx = kjit::to_worker_job(ptx_job).SerializeAsString();
+  const std::string ptx = kjit::to_worker_job(ptx_job, sample_plan()).SerializeAsString();
 
   write("worker_protocol", "job_cuda", cuda);
   write("worker_protocol", "job_ptx", ptx);
