@@ -21,7 +21,7 @@ CompileJob job_with(std::string input) {
 }
 
 PlanMemo::PlanPtr plan_named(const std::string& hex) {
-  auto plan = std::make_shared<CompilePipeline::Plan>();
+  auto plan = std::make_shared<CompilePlan>();
   plan->key.hex = hex;
   return plan;
 }
