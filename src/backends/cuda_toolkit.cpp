@@ -29,6 +29,9 @@ std::shared_ptr<const CudaToolkit> CudaToolkit::load(std::string cuda_home) {
     std::error_code ec;
     if (std::filesystem::is_directory(cuda_home + sub, ec)) toolkit->include_dirs_.push_back(cuda_home + sub);
   }
+  std::error_code ec;
+  std::string libdevice = cuda_home + "/nvvm/libdevice/libdevice.10.bc";
+  if (std::filesystem::is_regular_file(libdevice, ec)) toolkit->libdevice_path_ = libdevice;
   return toolkit;
 }
 

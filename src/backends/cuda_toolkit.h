@@ -33,6 +33,9 @@ class CudaToolkit {
   std::vector<uint32_t> supported_archs() const;
   // The toolkit's own header directories, given to every CUDA C++ compile.
   const std::vector<std::string>& include_dirs() const { return include_dirs_; }
+  // <home>/nvvm/libdevice/libdevice.10.bc, which the LLVM path links for
+  // modules calling __nv_* math; empty when the toolkit has none.
+  const std::string& libdevice_path() const { return libdevice_path_; }
 
  private:
   std::string home_;
@@ -40,6 +43,7 @@ class CudaToolkit {
   std::shared_ptr<const NvJitLinkApi> nvjitlink_;
   Error nvrtc_error_, nvjitlink_error_;
   std::vector<std::string> include_dirs_;
+  std::string libdevice_path_;
 };
 
 }  // namespace kjit

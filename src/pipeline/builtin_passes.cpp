@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "backends/llvm/libdevice.h"
 #include "backends/llvm/llvm_optimizer.h"
 #include "backends/llvm/nvptx_codegen.h"
+#include "backends/llvm/nvvm_reflect.h"
 #include "backends/nvjitlink/nvjitlink_stage.h"
 #include "backends/nvrtc/include_policy.h"
 #include "backends/nvrtc/nvrtc_stage.h"
@@ -44,8 +46,7 @@ Result<PassOutput> run_nvjitlink(PassContext& ctx, std::string_view ptx) {
     error.message += "; allow_ptx_fallback (kjit compile --allow-ptx-fallback) returns the PTX for the driver to JIT";
     return error;
   }
-  auto options = check_options(ctx.job.input_kind == InputKind::cuda_source ? InputKind::cuda_source : InputKind::ptx,
-                               ctx.job.options);
+  auto options = check_options(ctx.job.input_kind, ctx.job.options);
   if (!options) return options.error();
   std::vector<std::string> link_options{"-arch=" + ctx.job.target.sm_name()};
   link_options.insert(link_options.end(), options->nvjitlink.begin(), options->nvjitlink.end());
@@ -56,7 +57,25 @@ Result<PassOutput> run_nvjitlink(PassContext& ctx, std::string_view ptx) {
 
 LlvmTarget llvm_target_for(const Target& target) {
   LlvmCodegenPlan plan = llvm_codegen_plan(target);
-  return LlvmTarget{"nvptx64-nvidia-cuda", plan.cpu, plan.features};
+  return LlvmTarget{k_cuda_triple, plan.cpu, plan.features};
+}
+
+Result<PassOutput> run_libdevice_link(PassContext& ctx, std::string_view ir) {
+  Result<LibdeviceResult> linked =
+      link_libdevice({ir, ctx.job.input_name, llvm_target_for(ctx.job.target), ctx.toolkit.libdevice_path()});
+  if (!linked) return linked.error();
+  return PassOutput{std::move(linked->ir), {}};
+}
+
+Result<PassOutput> run_nvvm_reflect_pass(PassContext& ctx, std::string_view ir) {
+  auto options = check_options(ctx.job.input_kind, ctx.job.options);
+  if (!options) return options.error();
+  NvvmReflectRequest request{ir, ctx.job.input_name, llvm_target_for(ctx.job.target), std::nullopt};
+  for (const std::string& option : options->llvm)
+    if (option.starts_with("-ftz=")) request.ftz = option == "-ftz=true";
+  Result<std::string> bitcode = run_nvvm_reflect(request);
+  if (!bitcode) return bitcode.error();
+  return PassOutput{std::move(*bitcode), {}};
 }
 
 Result<PassOutput> run_llvm_passes_pass(PassContext& ctx, std::string_view ir) {
@@ -102,8 +121,11 @@ void register_builtin_passes(PassRegistry& registry) {
   // Versions change when a pass's output for the same input can change.
   registry.add({"nvrtc-compile", "1", IrKind::cuda_source, IrKind::ptx, {}, "builtin", run_nvrtc});
   registry.add({"nvjitlink-link", "1", IrKind::ptx, IrKind::cubin, {}, "builtin", run_nvjitlink});
+  registry.add({"libdevice-link", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_libdevice_link});
+  registry.add({"nvvm-reflect", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_nvvm_reflect_pass});
   registry.add({"llvm-passes", "1", IrKind::llvm, IrKind::llvm, {"pipeline"}, "builtin", run_llvm_passes_pass});
-  registry.add({"nvptx-codegen", "1", IrKind::llvm, IrKind::ptx, {}, "builtin", run_nvptx_codegen});
+  // 2: kernel bounds of both forms, cluster directives.
+  registry.add({"nvptx-codegen", "2", IrKind::llvm, IrKind::ptx, {}, "builtin", run_nvptx_codegen});
   registry.add({"ptx-retarget", "1", IrKind::ptx, IrKind::ptx, {}, "builtin", run_ptx_retarget});
 }
 

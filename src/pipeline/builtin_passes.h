@@ -1,5 +1,5 @@
-// The passes kjit ships: nvrtc-compile, nvjitlink-link, llvm-passes,
-// nvptx-codegen, ptx-retarget.
+// The passes kjit ships: nvrtc-compile, nvjitlink-link, libdevice-link,
+// nvvm-reflect, llvm-passes, nvptx-codegen, ptx-retarget.
 #pragma once
 
 #include "pipeline/pass.h"

@@ -1,5 +1,10 @@
 #include "pipeline/compile_key.h"
 
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
 #include "backends/llvm/llvm_module.h"
 
 namespace kjit {
@@ -19,6 +24,23 @@ bool uses_pass(const PipelineSpec& pipeline, std::string_view prefix) {
     for (const std::string& pass : stage.passes)
       if (pass.starts_with(prefix)) return true;
   return false;
+}
+
+// The digest of a toolkit's libdevice, read once per path: the key is derived
+// for every request, hits included.
+std::string libdevice_digest(const CudaToolkit& toolkit) {
+  const std::string& path = toolkit.libdevice_path();
+  if (path.empty()) return "none";
+  static std::mutex mutex;
+  static std::map<std::string, std::string> digests;
+  std::lock_guard lock(mutex);
+  if (auto it = digests.find(path); it != digests.end()) return it->second;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  // Unreadable now is not cached: the compile will say why.
+  if (!in) return "unreadable";
+  return digests[path] = sha256_hex(bytes.str());
 }
 
 }  // namespace
@@ -68,7 +90,17 @@ CacheKey compile_key(const KeyInputs& in) {
   }
   if (uses_pass(in.pipeline, "nvrtc")) c.push_back({"toolchain.nvrtc", in.toolkit.version()});
   if (uses_pass(in.pipeline, "nvjitlink")) c.push_back({"toolchain.nvjitlink", in.toolkit.version()});
-  if (uses_pass(in.pipeline, "llvm") || uses_pass(in.pipeline, "nvptx")) c.push_back({"toolchain.llvm", llvm_version()});
+  if (uses_pass(in.pipeline, "llvm") || uses_pass(in.pipeline, "nvptx") || uses_pass(in.pipeline, "nvvm") ||
+      uses_pass(in.pipeline, "libdevice")) {
+    c.push_back({"toolchain.llvm", llvm_version()});
+    // Every module is compiled for this triple, whichever spelling it names.
+    c.push_back({"llvm.triple", k_cuda_triple});
+  }
+  // For every job of a pipeline that links libdevice, not only those whose
+  // module calls it: which do is known only once the module is parsed, and
+  // the hit path parses nothing. libdevice changes with the toolkit, which
+  // changes the nvJitLink component anyway.
+  if (uses_pass(in.pipeline, "libdevice")) c.push_back({"toolchain.libdevice", libdevice_digest(in.toolkit)});
   for (const KeyComponent& plugin : in.plugin_components) c.push_back(plugin);
   return derive_key(std::move(c));
 }

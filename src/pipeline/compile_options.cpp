@@ -9,7 +9,8 @@
 namespace kjit {
 namespace {
 
-enum class Applies { source, link, both };
+// source_llvm: CUDA C++ (NVRTC) and LLVM IR (kjit's LLVM stages) both.
+enum class Applies { source, link, both, source_llvm };
 
 // One accepted option. `spellings` are the forms clients use; the first is
 // canonical. `value` options take "=<v>" (or, for -D/-U, the text glued on).
@@ -25,7 +26,7 @@ constexpr std::array<OptionRule, 24> k_rules{{
     {{"-U", "--undefine-macro", ""}, true, Applies::source, ""},
     {{"-std", "--std", ""}, true, Applies::source, ""},
     {{"-use_fast_math", "--use_fast_math", ""}, false, Applies::source, ""},
-    {{"-ftz", "--ftz", ""}, true, Applies::source, ""},
+    {{"-ftz", "--ftz", ""}, true, Applies::source_llvm, ""},
     {{"-prec-div", "--prec-div", ""}, true, Applies::source, ""},
     {{"-prec-sqrt", "--prec-sqrt", ""}, true, Applies::source, ""},
     {{"-fmad", "--fmad", ""}, true, Applies::source, ""},
@@ -108,6 +109,7 @@ Status check_value(const OptionRule& rule, std::string_view option, const std::s
   if ((name == "-D" || name == "-U") &&
       !(std::isalpha(static_cast<unsigned char>(value[0])) || value[0] == '_'))
     return refuse(option, "a macro name must start with a letter or '_'");
+  if (name == "-ftz" && value != "true" && value != "false") return refuse(option, "the value must be true or false");
   if (name == "-O" && !(value.size() == 1 && value[0] >= '0' && value[0] <= '3'))
     return refuse(option, "the level must be 0 to 3");
   if (name == "-Xptxas") {
@@ -166,10 +168,13 @@ Result<CheckedOptions> check_options(InputKind input, const std::vector<std::str
     if (matched->takes_value) {
       if (Status s = check_value(*matched, option, value); !s) return s.error();
     }
-    if (input != InputKind::cuda_source && matched->applies == Applies::source) {
-      return make_error(ErrorCode::invalid_argument, "option '" + option +
-                                                         "' applies to CUDA C++ source and has no effect on " +
-                                                         std::string(to_string(input)) + " input");
+    const bool llvm_input = input == InputKind::llvm_ir || input == InputKind::llvm_bitcode;
+    if (input != InputKind::cuda_source &&
+        (matched->applies == Applies::source || (matched->applies == Applies::source_llvm && !llvm_input))) {
+      return make_error(ErrorCode::invalid_argument,
+                        "option '" + option + "' applies to CUDA C++ source" +
+                            (matched->applies == Applies::source_llvm ? " and LLVM IR" : "") +
+                            " and has no effect on " + std::string(to_string(input)) + " input");
     }
 
     std::string_view canonical = matched->spellings[0];
@@ -178,7 +183,8 @@ Result<CheckedOptions> check_options(InputKind input, const std::vector<std::str
     checked.normalized.push_back(normalized);
 
     if (matched->applies != Applies::link && input == InputKind::cuda_source) checked.nvrtc.push_back(normalized);
-    if (matched->applies != Applies::source) {
+    if (matched->applies == Applies::source_llvm && llvm_input) checked.llvm.push_back(normalized);
+    if (matched->applies != Applies::source && matched->applies != Applies::source_llvm) {
       std::string link(matched->link_spelling);
       if (matched->takes_value) link += (canonical == "-O" ? "" : "=") + value;
       checked.nvjitlink.push_back(link);

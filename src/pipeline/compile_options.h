@@ -1,5 +1,6 @@
 // The allowlist of compile options a client may send, and where each goes:
-// NVRTC (CUDA C++ -> PTX), nvJitLink (PTX -> cubin), or both. Options that
+// NVRTC (CUDA C++ -> PTX), nvJitLink (PTX -> cubin), or both; -ftz also to
+// the LLVM stages, for LLVM IR. Options that
 // would make the daemon read or write its own files are refused by name.
 #pragma once
 
@@ -15,6 +16,7 @@ struct CheckedOptions {
   std::vector<std::string> normalized;  // canonical spellings, request order
   std::vector<std::string> nvrtc;       // for the CUDA C++ -> PTX stage
   std::vector<std::string> nvjitlink;   // for the PTX -> cubin stage
+  std::vector<std::string> llvm;        // for the LLVM stages (LLVM IR input): -ftz=<v>
 };
 
 // invalid_argument naming the first option that is refused, and why.

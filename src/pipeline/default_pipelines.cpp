@@ -22,7 +22,9 @@ const std::vector<PipelineSpec>& default_pipelines() {
       {"llvm-nvidia",
        {InputKind::llvm_ir, InputKind::llvm_bitcode},
        {
-           {"llvm-opt", IrKind::llvm, IrKind::llvm, {"llvm-passes"}},
+           // libdevice is linked and reflected on before the optimizer, as
+           // clang does, so what it does not need is gone by then.
+           {"llvm-opt", IrKind::llvm, IrKind::llvm, {"libdevice-link", "nvvm-reflect", "llvm-passes"}},
            {"llvm-nvptx", IrKind::llvm, IrKind::ptx, {"nvptx-codegen"}},
            {"ptx", IrKind::ptx, IrKind::ptx, {"ptx-retarget"}},
            {"nvjitlink", IrKind::ptx, IrKind::cubin, {"nvjitlink-link"}},

@@ -18,9 +18,12 @@ class TargetMachine;
 
 namespace kjit {
 
+// The triple every module is compiled for: what the CUDA driver loads.
+inline constexpr const char* k_cuda_triple = "nvptx64-nvidia-cuda";
+
 // What to give LLVM for one target (from the target table).
 struct LlvmTarget {
-  std::string triple = "nvptx64-nvidia-cuda";
+  std::string triple = k_cuda_triple;
   std::string cpu;       // "sm_90"
   std::string features;  // "+ptx85"
 };
@@ -38,9 +41,40 @@ class LlvmDiagnostics {
   std::string log_;
 };
 
-// Parses text or bitcode (detected by magic); the module must target `triple`.
+// The triple a module is compiled for, given the one it names. Front ends
+// spell CUDA's several ways (clang --target=nvptx64 writes
+// "nvptx64-unknown-unknown"): any nvptx64 triple whose OS is cuda or unknown
+// is `triple`, as is no triple at all. 32-bit nvptx, OpenCL's nvcl and other
+// architectures are invalid_argument saying why and what to send instead.
+Result<std::string> normalize_module_triple(std::string_view module_triple, std::string_view name,
+                                            const std::string& triple);
+
+// The LLVM that wrote `bytes`, when it says: a bitcode identification block's
+// producer ("LLVM21.1.0"), or in text a "clang version 21.1.0" (llvm.ident,
+// a compile unit's producer). Empty when it does not say.
+std::string llvm_producer(std::string_view bytes);
+// The major version in a producer string, 0 when there is none.
+unsigned producer_major_version(std::string_view producer);
+
+// Parses text or bitcode (detected by magic) and verifies it. The triple is
+// normalised to `triple`; calls to llvm.* functions LLVM does not know as
+// intrinsics are refused by name. Input a newer LLVM wrote that does not
+// parse says so, naming both versions.
 Result<std::unique_ptr<llvm::Module>> parse_llvm_module(llvm::LLVMContext& context, std::string_view bytes,
-                                                         std::string_view name, const std::string& triple);
+                                                        std::string_view name, const std::string& triple);
+
+// Parses `bytes` for `target` and sets the target's data layout: what every
+// LLVM pass does first.
+struct ParsedModule {
+  ParsedModule();
+  ParsedModule(ParsedModule&&) noexcept;
+  ParsedModule& operator=(ParsedModule&&) noexcept;
+  ~ParsedModule();  // where TargetMachine is complete
+  std::unique_ptr<llvm::Module> module;
+  std::unique_ptr<llvm::TargetMachine> machine;
+};
+Result<ParsedModule> parse_for_target(llvm::LLVMContext& context, std::string_view bytes, std::string_view name,
+                                      const LlvmTarget& target);
 
 // An NVPTX target machine for the target; an unknown CPU or feature is an
 // error, not LLVM's "ignoring processor" warning.
@@ -48,9 +82,15 @@ Result<std::unique_ptr<llvm::TargetMachine>> make_target_machine(const LlvmTarge
 
 std::string write_bitcode(const llvm::Module& module);
 
-// Runs `body` under LLVM's crash recovery: report_fatal_error or a crash in
-// LLVM returns an internal error naming `what`.
-Status run_llvm_guarded(std::string_view what, const std::function<Status()>& body);
+// Runs `body` under LLVM's crash recovery. A fatal error the back end raises
+// for what the input asks of the target ("Cannot select: intrinsic ...",
+// "... not supported") is invalid_argument; other fatal errors and crashes
+// are internal, naming `what`, except on input a newer LLVM wrote, which is
+// invalid_argument naming both versions. `input` is the IR being compiled.
+Status run_llvm_guarded(std::string_view what, const std::function<Status()>& body, std::string_view input = {});
+
+// Whether a report_fatal_error reason is the input's doing (see above).
+bool fatal_error_is_input_error(std::string_view reason);
 
 // LLVM's version, "19.1.7".
 std::string llvm_version();

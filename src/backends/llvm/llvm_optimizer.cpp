@@ -41,17 +41,15 @@ Result<std::string> run_llvm_passes(const LlvmOptimizeRequest& request) {
   Status status = run_llvm_guarded("llvm-passes", [&]() -> Status {
     llvm::LLVMContext context;
     LlvmDiagnostics diagnostics(context);
-    auto module = parse_llvm_module(context, request.ir, request.name, request.target.triple);
-    if (!module) return module.error();
-    auto machine = make_target_machine(request.target);
-    if (!machine) return machine.error();
-    (*module)->setDataLayout((*machine)->createDataLayout());
+    auto parsed = parse_for_target(context, request.ir, request.name, request.target);
+    if (!parsed) return parsed.error();
+    llvm::Module& module = *parsed->module;
 
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder builder(machine->get());
+    llvm::PassBuilder builder(parsed->machine.get());
     {
       std::lock_guard lock(g_plugins_mutex);
       for (auto& [path, plugin] : g_plugins) plugin.registerPassBuilderCallbacks(builder);
@@ -67,13 +65,13 @@ Result<std::string> run_llvm_passes(const LlvmOptimizeRequest& request) {
       return make_error(ErrorCode::invalid_argument,
                         "llvm-passes: pipeline '" + request.pipeline + "' is invalid: " + llvm::toString(std::move(error)));
     }
-    passes.run(**module, mam);
+    passes.run(module, mam);
     if (diagnostics.has_errors()) {
       return make_error(ErrorCode::invalid_argument, "llvm-passes reported problems", diagnostics.log());
     }
-    bitcode = write_bitcode(**module);
+    bitcode = write_bitcode(module);
     return Ok{};
-  });
+  }, request.ir);
   if (!status) return status.error();
   return bitcode;
 }

@@ -33,15 +33,16 @@ TEST(DefaultPipelines, EachInputKindHasOneReadableDefault) {
   EXPECT_EQ(default_pipeline_for(InputKind::llvm_bitcode)->name, "llvm-nvidia");
   EXPECT_EQ(default_pipeline_for(InputKind::hip_source), nullptr);
   EXPECT_EQ(all_passes(llvm_default()),
-            (std::vector<std::string>{"llvm-passes", "nvptx-codegen", "ptx-retarget", "nvjitlink-link"}));
+            (std::vector<std::string>{"libdevice-link", "nvvm-reflect", "llvm-passes", "nvptx-codegen", "ptx-retarget",
+                                      "nvjitlink-link"}));
 }
 
 TEST(PipelineEdits, InsertBeforeAndAfterPlaceThePassNextToTheAnchor) {
   PipelineSpec p = llvm_default();
   ASSERT_TRUE(apply_edit(p, edit(EditOp::insert_after, "nvptx-codegen", "mine")));
   ASSERT_TRUE(apply_edit(p, edit(EditOp::insert_before, "llvm-passes", "first")));
-  EXPECT_EQ(all_passes(p), (std::vector<std::string>{"first", "llvm-passes", "nvptx-codegen", "mine", "ptx-retarget",
-                                                      "nvjitlink-link"}));
+  EXPECT_EQ(all_passes(p), (std::vector<std::string>{"libdevice-link", "nvvm-reflect", "first", "llvm-passes",
+                                                      "nvptx-codegen", "mine", "ptx-retarget", "nvjitlink-link"}));
   EXPECT_EQ(p.stages[1].passes, (std::vector<std::string>{"nvptx-codegen", "mine"}));
 }
 
@@ -49,7 +50,8 @@ TEST(PipelineEdits, DisableAndReplace) {
   PipelineSpec p = llvm_default();
   ASSERT_TRUE(apply_edit(p, edit(EditOp::disable, "llvm-passes")));
   ASSERT_TRUE(apply_edit(p, edit(EditOp::replace, "ptx-retarget", "other-retarget")));
-  EXPECT_EQ(all_passes(p), (std::vector<std::string>{"nvptx-codegen", "other-retarget", "nvjitlink-link"}));
+  EXPECT_EQ(all_passes(p), (std::vector<std::string>{"libdevice-link", "nvvm-reflect", "nvptx-codegen", "other-retarget",
+                                                      "nvjitlink-link"}));
 }
 
 TEST(PipelineEdits, OverrideStageAndPipeline) {
