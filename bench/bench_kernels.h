@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "support/cuda_kernels.h"
+
 namespace kjit::bench {
 
 struct BenchKernel {
@@ -16,14 +18,7 @@ struct BenchKernel {
 
 inline std::vector<BenchKernel> bench_kernels() {
   return {
-      {"vector_add",
-       R"(
-extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}
-)",
-       {}},
+      {"vector_add", test::k_vector_add, {}},
       {"saxpy",
        R"(
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* __restrict__ y, int n) {

@@ -8,9 +8,7 @@
 // about timings and exits 1 only when something fails outright.
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -42,14 +40,15 @@
 #include "cache/cache_entry.h"
 #include "pipeline/cache_key.h"
 #include "cache/disk_store.h"
-#include "cache/entry_metadata.pb.h"
+#include "kjit/internal/artifact_record.pb.h"
 #include "async_load.h"
-#include "compile_request_wire.h"
-#include "child_process.h"
+#include "bench_options.h"
+#include "client/compile_request_wire.h"
 #include "kjit/client.h"
 #include "kjit/local_cache.h"
 #include "redis_server.h"
 #include "sample_stats.h"
+#include "support/daemon_process.h"
 #include "text_table.h"
 
 namespace kjit::bench {
@@ -90,15 +89,6 @@ constexpr double k_disk_hit_target = 2.0;       // × echo p50
 constexpr double k_local_target = 0.3;          // × echo p50
 constexpr double k_throughput_target = 15'000;  // memory hits/s with 16 clients
 constexpr double k_startup_target_ms = 1000;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-Error in_context(const std::string& what, Error error) {
-  error.message = what + ": " + error.message;
-  return error;
-}
 
 std::string kib(uint64_t bytes) {
   return fixed(static_cast<double>(bytes) / 1024.0, 1) + " KiB";
@@ -192,26 +182,6 @@ CompileRequest variant_of(const Payload& payload, const std::string& tag) {
 
 // ---- kjitd processes --------------------------------------------------------
 
-// The pid of the process listening on a unix socket: SO_PEERCRED on a
-// connection names whoever called listen(), i.e. the kjitd actually serving
-// it (ChildProcess does not expose its pid).
-std::optional<pid_t> listener_pid(const std::string& socket_path) {
-  sockaddr_un address{};
-  if (socket_path.size() >= sizeof(address.sun_path)) return std::nullopt;
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  std::optional<pid_t> pid;
-  ucred credentials{};
-  socklen_t length = sizeof credentials;
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0 &&
-      ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0)
-    pid = credentials.pid;
-  ::close(fd);
-  return pid;
-}
-
 struct MemoryUse {
   uint64_t rss_bytes = 0;   // VmRSS
   uint64_t peak_bytes = 0;  // VmHWM: the most it was ever resident
@@ -269,47 +239,25 @@ double own_cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-// A kjitd with the flags given, serving on its own socket. Unlike
-// KjitdProcess (which always runs with --no-cache) it takes cache flags, and
-// polls health more often, since its start time is one of the figures.
+// A kjitd with the flags given, serving on the socket given. It polls health
+// more often than the default, since its start time is one of the figures,
+// and stops within a grace period (see stop).
 class Daemon {
  public:
   static Result<std::unique_ptr<Daemon>> start(const std::string& socket_path, const std::vector<std::string>& flags) {
-    std::vector<std::string> argv = {KJIT_BENCH_KJITD, "--socket", socket_path, "--log-level", "warn"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    const auto spawned = Clock::now();
-    Result<ChildProcess> child = ChildProcess::spawn(argv, ChildOutput::inherit);
-    if (!child) return child.error();
-    std::unique_ptr<Daemon> daemon(new Daemon(socket_path, std::move(child.value())));
-    while (Clock::now() - spawned < k_daemon_start_deadline) {
-      // A fresh client per poll: a channel whose first connect failed backs
-      // off for a second or more before retrying.
-      Client probe(socket_path, {std::chrono::seconds(2)});
-      if (Result<std::string> status = probe.health(); status && *status == "SERVING") {
-        daemon->startup_ms_ = ms_since(spawned);
-        std::optional<pid_t> pid = listener_pid(socket_path);
-        if (!pid) return make_error(ErrorCode::internal, "cannot tell the pid of the kjitd on " + socket_path);
-        // Signals go to this pid (see stop), so it must be the child spawned
-        // here, not some other process serving that path.
-        const std::vector<std::string> fields = stat_fields(*pid);
-        if (fields.size() < 2 || fields[1] != std::to_string(::getpid()))
-          return make_error(ErrorCode::internal,
-                            "the process serving " + socket_path + " is not the kjitd started here");
-        daemon->pid_ = *pid;
-        return daemon;
-      }
-      if (!daemon->child_.running())
-        return make_error(ErrorCode::unavailable,
-                          "kjitd exited with code " + std::to_string(daemon->child_.wait()) + " before serving");
-      std::this_thread::sleep_for(k_health_poll);
-    }
-    return make_error(ErrorCode::unavailable, "kjitd did not serve on " + socket_path + " in time");
+    test::DaemonOptions options{flags};
+    options.socket_path = socket_path;
+    options.poll = k_health_poll;
+    options.deadline = k_daemon_start_deadline;
+    Result<std::unique_ptr<test::DaemonProcess>> daemon = test::DaemonProcess::start(std::move(options));
+    if (!daemon) return daemon.error();
+    return std::unique_ptr<Daemon>(new Daemon(std::move(daemon.value())));
   }
 
-  const std::string& socket_path() const { return socket_path_; }
-  double startup_ms() const { return startup_ms_; }
-  MemoryUse memory() const { return memory_use(pid_); }
-  pid_t pid() const { return pid_; }
+  const std::string& socket_path() const { return daemon_->socket_path(); }
+  double startup_ms() const { return daemon_->startup_ms(); }
+  MemoryUse memory() const { return memory_use(daemon_->pid()); }
+  pid_t pid() const { return daemon_->pid(); }
   // SIGTERM, then wait for the exit. kjitd removes its socket once its gRPC
   // server has shut down; the process may then spend up to 10 s more in
   // gRPC's own teardown (grpc_shutdown waiting in grpc_iomgr_shutdown, seen
@@ -318,22 +266,21 @@ class Daemon {
   // measured after a stop, and the bench would otherwise spend a minute
   // waiting. Clients should be gone first (declared after the daemon).
   int stop() {
-    if (pid_ <= 0 || !child_.running()) return child_.terminate();
-    ::kill(pid_, SIGTERM);
+    if (daemon_->stopped() || !daemon_->running()) return daemon_->stop();
+    daemon_->signal(SIGTERM);
     const auto signalled = Clock::now();
     std::optional<Clock::time_point> socket_gone;
-    while (child_.running()) {
-      if (!socket_gone && !std::filesystem::exists(socket_path_)) socket_gone = Clock::now();
+    while (daemon_->running()) {
+      if (!socket_gone && !std::filesystem::exists(socket_path())) socket_gone = Clock::now();
       if ((socket_gone && Clock::now() - *socket_gone > k_exit_grace) || Clock::now() - signalled > k_stop_deadline) {
-        ::kill(pid_, SIGKILL);
+        daemon_->signal(SIGKILL);
         ++killed_after_shutdown;
         break;
       }
       std::this_thread::sleep_for(k_health_poll);
     }
     ++stopped;
-    pid_ = -1;  // reaped below: the pid may be reused
-    return child_.wait();
+    return daemon_->stop();
   }
   ~Daemon() { stop(); }
 
@@ -341,12 +288,8 @@ class Daemon {
   static inline std::atomic<int> stopped{0}, killed_after_shutdown{0};
 
  private:
-  Daemon(std::string socket_path, ChildProcess child)
-      : socket_path_(std::move(socket_path)), child_(std::move(child)) {}
-  std::string socket_path_;
-  ChildProcess child_;
-  pid_t pid_ = -1;
-  double startup_ms_ = 0;
+  explicit Daemon(std::unique_ptr<test::DaemonProcess> daemon) : daemon_(std::move(daemon)) {}
+  std::unique_ptr<test::DaemonProcess> daemon_;
 };
 
 // ---- latency ----------------------------------------------------------------
@@ -990,7 +933,7 @@ Status print_breakdown(const RunState& run) {
       const std::string_view metadata = entry_metadata(bytes);
       metadata_bytes = metadata.size();
       start = Clock::now();
-      cache::EntryMetadata parsed_metadata;
+      internal::ArtifactRecord parsed_metadata;
       const bool parsed = parsed_metadata.ParseFromArray(metadata.data(), static_cast<int>(metadata.size()));
       metadata_us.push_back(ms_since(start) * 1000);
       if (!parsed) return make_error(ErrorCode::internal, "the metadata of " + path + " does not parse");
@@ -1168,7 +1111,7 @@ Status run_bench(const Params& params, bool quick, const std::string& startup_pa
   std::printf("kjit_bench_cache: compile-cache hits through kjitd, tier by tier, against the Echo floor%s\n",
               quick ? " (--quick)" : "");
   std::printf("host CPUs: %ld; kjitd: %s; toolkit %s; target cuda:90\n", ::sysconf(_SC_NPROCESSORS_ONLN),
-              KJIT_BENCH_KJITD, KJIT_BENCH_CUDA_HOME);
+              test::kjitd_path().c_str(), test::cuda_home().c_str());
 
   // Before any gRPC thread exists in this process: RedisServer forks.
   if (test::RedisServer::installed()) {
@@ -1258,13 +1201,7 @@ int main(int argc, char** argv) {
   // Piped into `head`, the bench must still reach its cleanup: killed by
   // SIGPIPE it would leave redis-server and kjitd running.
   std::signal(SIGPIPE, SIG_IGN);
-  kjit::Status status =
-      kjit::bench::run_bench(quick ? kjit::bench::k_quick_run : kjit::bench::k_full_run, quick, startup_parent);
-  if (!status) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "kjit_bench_cache: %s\n", status.error().message.c_str());
-    if (!status.error().log.empty()) std::fprintf(stderr, "%s\n", status.error().log.c_str());
-    return 1;
-  }
-  return 0;
+  return kjit::bench::exit_code_of(
+      "kjit_bench_cache",
+      kjit::bench::run_bench(quick ? kjit::bench::k_quick_run : kjit::bench::k_full_run, quick, startup_parent));
 }

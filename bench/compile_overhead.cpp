@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "bench_kernels.h"
+#include "bench_options.h"
 #include "direct_compiler.h"
 #include "kjit/client.h"
-#include "kjitd_process.h"
-#include "bench_options.h"
 #include "sample_stats.h"
+#include "support/daemon_process.h"
 #include "text_table.h"
 
 namespace kjit::bench {
@@ -38,16 +38,6 @@ struct KernelSamples {
   std::vector<double> kjitd_ms, server_ms, client_minus_server_ms;
   std::vector<double> server_nvrtc_ms, server_nvjitlink_ms, server_metadata_ms, server_other_ms;
 };
-
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-Error in_context(const std::string& what, Error error) {
-  error.message = what + ": " + error.message;
-  return error;
-}
 
 CompileRequest request_for(const BenchKernel& kernel) {
   CompileRequest request;
@@ -160,7 +150,7 @@ Result<std::vector<double>> time_cli(const std::vector<std::string>& argv, int r
   std::vector<double> samples;
   for (int i = 0; i < runs; ++i) {
     auto start = std::chrono::steady_clock::now();
-    Result<int> code = run_to_exit(argv);
+    Result<int> code = test::run_to_exit(argv);
     samples.push_back(ms_since(start));
     if (!code) return code.error();
     if (*code != 0) return make_error(ErrorCode::internal, argv[0] + " exited with code " + std::to_string(*code));
@@ -199,10 +189,10 @@ Status measure_round_trips(const DirectCompiler& direct, const std::string& sock
 
   // The CLI as a user meets it: process start, gRPC init, connect, one call.
   // `--help` is the same binary making no call: what starting it costs.
-  Result<std::vector<double>> cli = time_cli({KJIT_BENCH_KJIT_CLI, "health", "--socket", socket_path}, k_cli_runs);
+  Result<std::vector<double>> cli = time_cli({test::kjit_cli_path(), "health", "--socket", socket_path}, k_cli_runs);
   if (!cli) return in_context("kjit health", cli.error());
   add_round_trip_row(table, "`kjit health` process", *cli);
-  Result<std::vector<double>> no_rpc = time_cli({KJIT_BENCH_KJIT_CLI, "--help"}, k_cli_runs);
+  Result<std::vector<double>> no_rpc = time_cli({test::kjit_cli_path(), "--help"}, k_cli_runs);
   if (!no_rpc) return in_context("kjit --help", no_rpc.error());
   add_round_trip_row(table, "`kjit --help` process", *no_rpc);
 
@@ -223,22 +213,22 @@ Status measure_round_trips(const DirectCompiler& direct, const std::string& sock
 Status run(const BenchOptions& options) {
   auto bench_start = std::chrono::steady_clock::now();
   std::printf("kjit_bench_compile: kjitd vs in-process NVRTC + nvJitLink\n");
-  std::printf("toolkit: %s  NVRTC %s, nvJitLink %s; target %s (-arch=compute_%u, then sm_%u)\n", KJIT_BENCH_CUDA_HOME,
-              DirectCompiler::nvrtc_version().c_str(), DirectCompiler::nvjitlink_version().c_str(),
-              std::string(k_target).c_str(), k_sm, k_sm);
+  std::printf("toolkit: %s  NVRTC %s, nvJitLink %s; target %s (-arch=compute_%u, then sm_%u)\n",
+              test::cuda_home().c_str(), DirectCompiler::nvrtc_version().c_str(),
+              DirectCompiler::nvjitlink_version().c_str(), std::string(k_target).c_str(), k_sm, k_sm);
   std::printf("reps: %d per kernel and path, order alternating per rep, after one warm-up each; host CPUs: %ld\n",
               options.reps, sysconf(_SC_NPROCESSORS_ONLN));
   std::fflush(stdout);
 
   // Held here so that kjitd is stopped (and its socket directory removed) on
-  // every way out of this function.
-  Result<std::unique_ptr<KjitdProcess>> started = KjitdProcess::start(KJIT_BENCH_KJITD);
+  // every way out of this function. --no-cache: this measures compiles.
+  Result<std::unique_ptr<test::DaemonProcess>> started = test::DaemonProcess::start({{"--no-cache"}});
   if (!started) return in_context("starting kjitd", started.error());
-  std::unique_ptr<KjitdProcess> daemon = std::move(started.value());
+  std::unique_ptr<test::DaemonProcess> daemon = std::move(started.value());
   std::printf("kjitd: serving %.1f ms after spawn (socket %s)\n", daemon->startup_ms(), daemon->socket_path().c_str());
   std::fflush(stdout);
 
-  DirectCompiler direct(KJIT_BENCH_CUDA_HOME, k_sm);
+  DirectCompiler direct(test::cuda_home(), k_sm);
   // One client for all compiles, as an application would hold one.
   Client client(daemon->socket_path());
   std::vector<BenchKernel> kernels = bench_kernels();
@@ -272,16 +262,8 @@ Status run(const BenchOptions& options) {
 }  // namespace kjit::bench
 
 int main(int argc, char** argv) {
-  int exit_code = 0;
-  std::optional<kjit::bench::BenchOptions> options =
-      kjit::bench::parse_bench_options(argc, argv, "Compiles a set of CUDA kernels in-process (NVRTC + nvJitLink) and through a kjitd it starts, and prints timing tables.", kjit::bench::k_default_reps, exit_code);
-  if (!options) return exit_code;
-  kjit::Status status = kjit::bench::run(*options);
-  if (!status) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "kjit_bench_compile: %s\n", status.error().message.c_str());
-    if (!status.error().log.empty()) std::fprintf(stderr, "%s\n", status.error().log.c_str());
-    return 1;
-  }
-  return 0;
+  return kjit::bench::bench_main(argc, argv, "kjit_bench_compile",
+                                 "Compiles a set of CUDA kernels in-process (NVRTC + nvJitLink) and through a kjitd it "
+                                 "starts, and prints timing tables.",
+                                 kjit::bench::k_default_reps, kjit::bench::run);
 }

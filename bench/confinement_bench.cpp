@@ -12,8 +12,8 @@
 #include "bench_kernels.h"
 #include "bench_options.h"
 #include "kjit/client.h"
-#include "kjitd_process.h"
 #include "sample_stats.h"
+#include "support/daemon_process.h"
 #include "text_table.h"
 
 namespace kjit::bench {
@@ -22,12 +22,6 @@ namespace {
 constexpr int k_default_reps = 9;
 constexpr int k_worker_starts = 7;  // daemons started per mode for the start-time figure
 constexpr double k_target_ratio = 1.02;
-
-std::string fixed(double value, int digits = 1) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
-}
 
 CompileRequest request_for(const BenchKernel& kernel) {
   CompileRequest request;
@@ -38,9 +32,12 @@ CompileRequest request_for(const BenchKernel& kernel) {
   return request;
 }
 
-Result<std::unique_ptr<KjitdProcess>> start_daemon(const std::string& sandbox) {
+Result<std::unique_ptr<test::DaemonProcess>> start_daemon(const std::string& sandbox) {
   // One worker: every compile after the first runs in the same, ready worker.
-  return KjitdProcess::start(KJIT_BENCH_KJITD, {"--sandbox", sandbox, "--compile-workers", "1"});
+  Result<std::unique_ptr<test::DaemonProcess>> daemon =
+      test::DaemonProcess::start({{"--no-cache", "--sandbox", sandbox, "--compile-workers", "1"}});
+  if (!daemon) return in_context("kjitd --sandbox " + sandbox, daemon.error());
+  return daemon;
 }
 
 // Milliseconds of one compile as the client sees it.
@@ -48,18 +45,16 @@ Result<double> timed_compile(const Client& client, const CompileRequest& request
   const auto start = std::chrono::steady_clock::now();
   Result<CompileResult> result = client.compile(request);
   if (!result) return result.error();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return ms_since(start);
 }
 
-int run(int reps) {
+Status run(const BenchOptions& options) {
+  const int reps = options.reps;
   const std::vector<std::string> modes = {"off", "landlock"};
-  std::vector<std::unique_ptr<KjitdProcess>> daemons;
+  std::vector<std::unique_ptr<test::DaemonProcess>> daemons;
   for (const std::string& mode : modes) {
     auto daemon = start_daemon(mode);
-    if (!daemon) {
-      std::fprintf(stderr, "kjitd --sandbox %s: %s\n", mode.c_str(), daemon.error().message.c_str());
-      return 1;
-    }
+    if (!daemon) return daemon.error();
     daemons.push_back(std::move(daemon.value()));
   }
   std::vector<Client> clients;
@@ -68,10 +63,8 @@ int run(int reps) {
   const std::vector<BenchKernel> kernels = bench_kernels();
   // Warm-up: each daemon starts its worker and loads the toolchains.
   for (const Client& client : clients)
-    if (auto warm = timed_compile(client, request_for(kernels.front())); !warm) {
-      std::fprintf(stderr, "warm-up compile: %s\n", warm.error().message.c_str());
-      return 1;
-    }
+    if (auto warm = timed_compile(client, request_for(kernels.front())); !warm)
+      return in_context("warm-up compile", warm.error());
 
   std::printf("Cold compiles (--no-cache), client-side ms, median of %d, cuda:90, one worker each\n\n", reps);
   TextTable table({"kernel", "sandbox off", "landlock", "ratio"});
@@ -84,20 +77,16 @@ int run(int reps) {
         // Alternate which mode goes first, so neither always follows the other.
         const size_t which = (m + static_cast<size_t>(r)) % modes.size();
         Result<double> ms = timed_compile(clients[which], request);
-        if (!ms) {
-          std::fprintf(stderr, "%s on --sandbox %s: %s\n", kernel.name.c_str(), modes[which].c_str(),
-                       ms.error().message.c_str());
-          return 1;
-        }
+        if (!ms) return in_context(kernel.name + " on --sandbox " + modes[which], ms.error());
         samples[which].push_back(*ms);
       }
     }
     const double off = median(samples[0]), confined = median(samples[1]);
     sum_off += off;
     sum_confined += confined;
-    table.add_row({kernel.name, fixed(off), fixed(confined), fixed(confined / off, 3)});
+    table.add_row({kernel.name, fixed(off, 1), fixed(confined, 1), fixed(confined / off, 3)});
   }
-  table.add_row({"all (sum of medians)", fixed(sum_off), fixed(sum_confined), fixed(sum_confined / sum_off, 3)});
+  table.add_row({"all (sum of medians)", fixed(sum_off, 1), fixed(sum_confined, 1), fixed(sum_confined / sum_off, 3)});
   table.print();
   std::printf("\ntarget: landlock / off <= %.2f -> %s\n\n", k_target_ratio,
               sum_confined / sum_off <= k_target_ratio ? "met" : "NOT met");
@@ -111,28 +100,27 @@ int run(int reps) {
     std::vector<double> ms;
     for (int i = 0; i < k_worker_starts; ++i) {
       auto daemon = start_daemon(mode);
-      if (!daemon) return 1;
+      if (!daemon) return daemon.error();
       Client client((*daemon)->socket_path());
-      if (auto compiled = timed_compile(client, request_for(trivial_kernel())); !compiled) return 1;
+      if (auto compiled = timed_compile(client, request_for(trivial_kernel())); !compiled)
+        return in_context("first compile on --sandbox " + mode, compiled.error());
       Result<DaemonStatus> status = client.status();
-      if (!status) return 1;
+      if (!status) return in_context("status of --sandbox " + mode, status.error());
       ms.push_back(status->last_worker_start_ms);
     }
     medians.push_back(median(ms));
-    starts.add_row({mode, fixed(median(ms)), fixed(percentile(ms, 0)), fixed(percentile(ms, 100))});
+    starts.add_row({mode, fixed(median(ms), 1), fixed(percentile(ms, 0), 1), fixed(percentile(ms, 100), 1)});
   }
   starts.print();
   std::printf("\nratio landlock / off: %.3f\n", medians[1] / medians[0]);
-  return 0;
+  return Ok{};
 }
 
 }  // namespace
 }  // namespace kjit::bench
 
 int main(int argc, char** argv) {
-  int exit_code = 0;
-  auto options = kjit::bench::parse_bench_options(argc, argv, "kjit_bench_confinement: the cost of confined workers",
-                                                  kjit::bench::k_default_reps, exit_code);
-  if (!options) return exit_code;
-  return kjit::bench::run(options->reps);
+  return kjit::bench::bench_main(argc, argv, "kjit_bench_confinement",
+                                 "kjit_bench_confinement: the cost of confined workers", kjit::bench::k_default_reps,
+                                 kjit::bench::run);
 }

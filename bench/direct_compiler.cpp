@@ -7,29 +7,18 @@
 #include <filesystem>
 #include <memory>
 
+#include "sample_stats.h"
+#include "support/toolkit_log.h"
+
 namespace kjit::bench {
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 std::string nvrtc_log(nvrtcProgram program) {
-  size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
-  std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
-  log.resize(size - 1);
-  return log;
+  return test::toolkit_log(program, NVRTC_SUCCESS, nvrtcGetProgramLogSize, nvrtcGetProgramLog);
 }
 
 std::string nvjitlink_error_log(nvJitLinkHandle handle) {
-  size_t size = 0;
-  if (nvJitLinkGetErrorLogSize(handle, &size) != NVJITLINK_SUCCESS || size <= 1) return {};
-  std::string log(size, '\0');
-  if (nvJitLinkGetErrorLog(handle, log.data()) != NVJITLINK_SUCCESS) return {};
-  log.resize(size - 1);
-  return log;
+  return test::toolkit_log(handle, NVJITLINK_SUCCESS, nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog);
 }
 
 Error nvrtc_error(const std::string& what, nvrtcResult result, std::string log = {}) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,9 +24,10 @@
 #include "backends/llvm/nvptx_codegen.h"
 #include "backends/nvjitlink/nvjitlink_stage.h"
 #include "backends/ptx/ptx_retarget.h"
-#include "pipeline/compile_pipeline.h"
 #include "bench_options.h"
+#include "pipeline/compile_pipeline.h"
 #include "sample_stats.h"
+#include "support/llvm_kernels.h"
 #include "target/target.h"
 #include "text_table.h"
 
@@ -56,19 +58,18 @@ struct IrKernel {
   std::string ir;
 };
 
+// An NVPTX module as the tests write theirs: header, globals, the special
+// registers read, then the rest.
+std::string module(const char* globals, std::initializer_list<const char*> special_registers, const char* rest) {
+  return std::string("\n") + test::k_nvptx_header + globals + test::special_registers(special_registers) + rest;
+}
+
 // Written for this bench, unoptimized as a front end would hand it over, so
 // that default<O3> has some work (the matmul's fixed 16-step inner loop to
 // unroll, address arithmetic to hoist out of loops).
 const std::vector<IrKernel>& ir_kernels() {
   static const std::vector<IrKernel> kernels{
-      {"vector_add", "c[i] = a[i] + b[i], one element per thread", R"(
-target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-target triple = "nvptx64-nvidia-cuda"
-
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-
+      {"vector_add", "c[i] = a[i] + b[i], one element per thread", module("", {"tid.x", "ctaid.x", "ntid.x"}, R"(
 define ptx_kernel void @vector_add(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c, i64 %n) {
 entry:
   %thread = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
@@ -93,16 +94,8 @@ work:
 done:
   ret void
 }
-)"},
-      {"saxpy_loop", "y = a*x + y, grid-stride loop", R"(
-target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-target triple = "nvptx64-nvidia-cuda"
-
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
-
+)")},
+      {"saxpy_loop", "y = a*x + y, grid-stride loop", module("", {"tid.x", "ctaid.x", "ntid.x", "nctaid.x"}, R"(
 define ptx_kernel void @saxpy_loop(i32 %n, float %alpha, ptr addrspace(1) noalias %x, ptr addrspace(1) noalias %y) {
 entry:
   %thread = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
@@ -134,16 +127,10 @@ body:
 done:
   ret void
 }
-)"},
-      {"block_sum", "tree reduction in addrspace(3) shared memory, barrier per step", R"(
-target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-target triple = "nvptx64-nvidia-cuda"
-
-@partial = internal addrspace(3) global [256 x float] undef, align 4
-
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-declare void @llvm.nvvm.barrier0()
+)")},
+      {"block_sum", "tree reduction in addrspace(3) shared memory, barrier per step",
+       module("@partial = internal addrspace(3) global [256 x float] undef, align 4\n\n", {"tid.x", "ctaid.x"},
+              R"(declare void @llvm.nvvm.barrier0()
 
 ; Launched with 256 threads per block; out[block] = sum of the block's slice.
 define ptx_kernel void @block_sum(ptr addrspace(1) %in, ptr addrspace(1) %out, i32 %n) {
@@ -202,19 +189,11 @@ write:
 done:
   ret void
 }
-)"},
-      {"tiled_matmul", "C = A*B, 16x16 shared tiles, inner loop of 16 for O3 to unroll", R"(
-target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-target triple = "nvptx64-nvidia-cuda"
-
-@tile_a = internal addrspace(3) global [256 x float] undef, align 4
-@tile_b = internal addrspace(3) global [256 x float] undef, align 4
-
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.y()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()
-declare void @llvm.nvvm.barrier0()
+)")},
+      {"tiled_matmul", "C = A*B, 16x16 shared tiles, inner loop of 16 for O3 to unroll",
+       module("@tile_a = internal addrspace(3) global [256 x float] undef, align 4\n"
+              "@tile_b = internal addrspace(3) global [256 x float] undef, align 4\n\n",
+              {"tid.x", "tid.y", "ctaid.x", "ctaid.y"}, R"(declare void @llvm.nvvm.barrier0()
 declare float @llvm.fmuladd.f32(float, float, float)
 
 ; n x n row-major matrices, n a multiple of 16; 16x16 threads per block.
@@ -289,23 +268,12 @@ store_result:
   store float %acc, ptr addrspace(1) %pc, align 4
   ret void
 }
-)"},
+)")},
   };
   return kernels;
 }
 
-
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-Error in_context(const std::string& what, Error error) {
-  error.message = what + ": " + error.message;
-  if (!error.log.empty()) error.message += "\n" + error.log;
-  return error;
-}
 
 // What the default LLVM pipeline hands each backend function for the target,
 // worked out once, as builtin_passes.cpp works it out per request.
@@ -709,7 +677,11 @@ Status run_bench(const BenchOptions& options) {
   bare.link_options = {"-arch=" + target->sm_name()};
   bare.nvjitlink = *nvjitlink;
 
-  CompilePipeline plain(toolkit);
+  // Through create(), as the daemon makes its own: it resolves the pipelines
+  // that run() then looks up.
+  Result<std::shared_ptr<const CompilePipeline>> created = CompilePipeline::create(toolkit, {});
+  if (!created) return in_context("the default pipelines", created.error());
+  const CompilePipeline& plain = **created;
   Result<PipelineSpec> noop_spec = noop_pipeline_from(plain);
   if (!noop_spec) return noop_spec.error();
   PipelineSetup setup;
@@ -757,14 +729,10 @@ Status run_bench(const BenchOptions& options) {
 }  // namespace kjit::bench
 
 int main(int argc, char** argv) {
-  int exit_code = 0;
-  std::optional<kjit::bench::BenchOptions> options =
-      kjit::bench::parse_bench_options(argc, argv, "Compiles LLVM IR kernels to sm_90 cubins in-process three ways (the backend functions called directly, kjit's default pipeline, and that pipeline with no-op plugin passes) and prints per-stage times and the pipeline's overhead.", kjit::bench::k_default_reps, exit_code);
-  if (!options) return exit_code;
-  kjit::Status status = kjit::bench::run_bench(*options);
-  if (!status) {
-    std::fprintf(stderr, "kjit_bench_pipeline: %s\n", status.error().message.c_str());
-    return 1;
-  }
-  return 0;
+  return kjit::bench::bench_main(
+      argc, argv, "kjit_bench_pipeline",
+      "Compiles LLVM IR kernels to sm_90 cubins in-process three ways (the backend functions called directly, kjit's "
+      "default pipeline, and that pipeline with no-op plugin passes) and prints per-stage times and the pipeline's "
+      "overhead.",
+      kjit::bench::k_default_reps, kjit::bench::run_bench);
 }

@@ -1,11 +1,17 @@
-// Summaries of timing samples: median and nearest-rank percentiles.
+// Timing samples: milliseconds since a start, and their median and
+// nearest-rank percentiles.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <vector>
 
 namespace kjit::bench {
+
+inline double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 inline double median(std::vector<double> samples) {
   if (samples.empty()) return 0;

@@ -5,44 +5,47 @@
 
 #include <vector>
 
-#include "daemon_process.h"
-#include "driver_check.h"
+#include "device_test.h"
 #include "kjit/client.h"
 #include "kjit/module.h"
-#include "test_kernels.h"
+#include "support/cuda_kernels.h"
 
 namespace kjit::test {
 namespace {
 
 #define CU_ASSERT(call) ASSERT_EQ((call), CUDA_SUCCESS) << #call
 
-class DeviceTest : public ::testing::Test {
+class DeviceTest : public DeviceDaemonTest {
  protected:
-  static void SetUpTestSuite() {
-    if (driver().loaded) daemon_ = new DaemonProcess();
-  }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-    if (!driver().loaded) GTEST_SKIP() << driver().why_not;
-    target_ = "cuda:" + std::to_string(device_sm());
-  }
-
   CompileResult compile(const char* source) {
     CompileRequest request;
     request.input = source;
-    request.target = target_;
-    auto result = Client(daemon_->socket_path()).compile(request);
+    request.target = target();
+    auto result = client().compile(request);
     EXPECT_TRUE(result) << result.error().message << "\n" << result.error().log;
     return result ? std::move(result.value()) : CompileResult{};
   }
-
-  static DaemonProcess* daemon_;
-  std::string target_;
 };
-DaemonProcess* DeviceTest::daemon_ = nullptr;
+
+// Device copies of vector_add's inputs and room for its output, freed when
+// this goes.
+struct VectorAddBuffers {
+  CUdeviceptr a = 0, b = 0, c = 0;
+  size_t bytes = 0;
+
+  // The first call that fails, or CUDA_SUCCESS.
+  CUresult upload(const std::vector<float>& host_a, const std::vector<float>& host_b) {
+    bytes = host_a.size() * sizeof(float);
+    for (CUdeviceptr* buffer : {&a, &b, &c})
+      if (CUresult r = driver().mem_alloc(buffer, bytes); r != CUDA_SUCCESS) return r;
+    if (CUresult r = driver().memcpy_htod(a, host_a.data(), bytes); r != CUDA_SUCCESS) return r;
+    return driver().memcpy_htod(b, host_b.data(), bytes);
+  }
+  ~VectorAddBuffers() {
+    for (CUdeviceptr buffer : {a, b, c})
+      if (buffer) driver().mem_free(buffer);
+  }
+};
 
 TEST_F(DeviceTest, VectorAddRunsAndAddsCorrectly) {
   CompileResult result = compile(k_vector_add);
@@ -58,21 +61,13 @@ TEST_F(DeviceTest, VectorAddRunsAndAddsCorrectly) {
     a[i] = static_cast<float>(i);
     b[i] = 2.0f * static_cast<float>(i);
   }
-  CUdeviceptr da = 0, db = 0, dc = 0;
-  size_t bytes = n * sizeof(float);
-  CU_ASSERT(driver().mem_alloc(&da, bytes));
-  CU_ASSERT(driver().mem_alloc(&db, bytes));
-  CU_ASSERT(driver().mem_alloc(&dc, bytes));
-  CU_ASSERT(driver().memcpy_htod(da, a.data(), bytes));
-  CU_ASSERT(driver().memcpy_htod(db, b.data(), bytes));
-  void* args[] = {&da, &db, &dc, &n};
+  VectorAddBuffers d;
+  CU_ASSERT(d.upload(a, b));
+  void* args[] = {&d.a, &d.b, &d.c, &n};
   CU_ASSERT(driver().launch_kernel(function, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
   CU_ASSERT(driver().ctx_synchronize());
-  CU_ASSERT(driver().memcpy_dtoh(c.data(), dc, bytes));
+  CU_ASSERT(driver().memcpy_dtoh(c.data(), d.c, d.bytes));
   for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], 3.0f * static_cast<float>(i)) << "at " << i;
-  driver().mem_free(da);
-  driver().mem_free(db);
-  driver().mem_free(dc);
   driver().module_unload(module);
 }
 
@@ -84,25 +79,17 @@ TEST_F(DeviceTest, ClientSideModuleLaunchesWithThePlan) {
   ASSERT_TRUE(kernel) << kernel.error().message;
   int n = 4096;
   std::vector<float> a(n, 1.5f), b(n, 2.0f), c(n, 0.0f);
-  CUdeviceptr da = 0, db = 0, dc = 0;
-  size_t bytes = n * sizeof(float);
-  CU_ASSERT(driver().mem_alloc(&da, bytes));
-  CU_ASSERT(driver().mem_alloc(&db, bytes));
-  CU_ASSERT(driver().mem_alloc(&dc, bytes));
-  CU_ASSERT(driver().memcpy_htod(da, a.data(), bytes));
-  CU_ASSERT(driver().memcpy_htod(db, b.data(), bytes));
-  KernelArgs args{KernelArg::pointer(da), KernelArg::pointer(db), KernelArg::pointer(dc), KernelArg::i32(n)};
+  VectorAddBuffers d;
+  CU_ASSERT(d.upload(a, b));
+  KernelArgs args{KernelArg::pointer(d.a), KernelArg::pointer(d.b), KernelArg::pointer(d.c), KernelArg::i32(n)};
   LaunchConfig config;
   config.grid = {static_cast<uint32_t>(n / 256), 1, 1};
   config.block = {256, 1, 1};
   auto plan = kernel->launch(config, args);
   ASSERT_TRUE(plan) << plan.error().message;
   CU_ASSERT(driver().ctx_synchronize());
-  CU_ASSERT(driver().memcpy_dtoh(c.data(), dc, bytes));
+  CU_ASSERT(driver().memcpy_dtoh(c.data(), d.c, d.bytes));
   for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], 3.5f) << i;
-  driver().mem_free(da);
-  driver().mem_free(db);
-  driver().mem_free(dc);
 }
 
 TEST_F(DeviceTest, ReportedMetadataMatchesTheDriver) {
@@ -126,10 +113,11 @@ TEST_F(DeviceTest, ReportedMetadataMatchesTheDriver) {
     // Printed so a device run settles which shared-memory figure the driver
     // counts (on sm_90 and newer the cubin's section is 1 KiB larger than
     // what ptxas reports; no device has settled which one it is yet).
-    std::printf("%s on %s: driver regs=%d shared=%d max_threads=%d local=%d | kjit regs=%u static_shared=%u "
-                "section=%u max_threads=%u local=%u\n",
-                c.kernel, target_.c_str(), regs, shared, max_threads, local, info.registers,
-                info.static_shared_bytes, info.shared_section_bytes, info.max_threads_per_block, info.local_bytes);
+    std::printf(
+        "%s on %s: driver regs=%d shared=%d max_threads=%d local=%d | kjit regs=%u static_shared=%u "
+        "section=%u max_threads=%u local=%u\n",
+        c.kernel, target().c_str(), regs, shared, max_threads, local, info.registers, info.static_shared_bytes,
+        info.shared_section_bytes, info.max_threads_per_block, info.local_bytes);
     EXPECT_EQ(static_cast<uint32_t>(regs), info.registers) << c.kernel;
     EXPECT_TRUE(static_cast<uint32_t>(shared) == info.static_shared_bytes ||
                 static_cast<uint32_t>(shared) == info.shared_section_bytes)

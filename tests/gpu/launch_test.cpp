@@ -7,8 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "daemon_process.h"
-#include "driver_check.h"
+#include "device_test.h"
 #include "kjit/client.h"
 
 namespace kjit::test {
@@ -47,23 +46,12 @@ extern "C" __global__ void grid_total(unsigned* counter, unsigned* seen) {
 }
 )";
 
-class GpuLaunchTest : public ::testing::Test {
+class GpuLaunchTest : public DeviceDaemonTest {
  protected:
-  static void SetUpTestSuite() {
-    if (driver().loaded) daemon_ = new DaemonProcess();
-  }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-    if (!driver().loaded) GTEST_SKIP() << driver().why_not;
-    sm_ = device_sm();
-  }
   KernelRef ref(const std::string& kernel) const {
     KernelRef r;
     r.compile.input = k_kernels;
-    r.compile.target = "cuda:" + std::to_string(sm_);
+    r.compile.target = target();
     r.kernel = kernel;
     return r;
   }
@@ -90,11 +78,7 @@ class GpuLaunchTest : public ::testing::Test {
     std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
     return v;
   }
-
-  static DaemonProcess* daemon_;
-  int sm_ = 0;
 };
-DaemonProcess* GpuLaunchTest::daemon_ = nullptr;
 
 TEST_F(GpuLaunchTest, PlainLaunchMatchesTheHost) {
   int n = 100000;
@@ -103,7 +87,7 @@ TEST_F(GpuLaunchTest, PlainLaunchMatchesTheHost) {
   LaunchConfig config;
   config.grid = {static_cast<uint32_t>((n + 255) / 256), 1, 1};
   config.block = {256, 1, 1};
-  auto result = Client(daemon_->socket_path()).launch(ref("add_one"), config, {buffer(bytes_of(x)), i32(n)});
+  auto result = client().launch(ref("add_one"), config, {buffer(bytes_of(x)), i32(n)});
   ASSERT_TRUE(result) << result.error().message;
   auto out = values_of<float>(result->outputs[0]);
   for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], static_cast<float>(i) + 1.0f) << i;
@@ -119,7 +103,7 @@ TEST_F(GpuLaunchTest, TwoHundredKiBOfDynamicSharedMemoryUsesTheOptInAndIsCorrect
   config.grid = {blocks, 1, 1};
   config.block = {256, 1, 1};
   config.dynamic_shared_bytes = per_block * 4;
-  auto result = Client(daemon_->socket_path()).launch(ref("reverse_in_smem"), config, {buffer(bytes_of(in), false), out, i32(per_block)});
+  auto result = client().launch(ref("reverse_in_smem"), config, {buffer(bytes_of(in), false), out, i32(per_block)});
   ASSERT_TRUE(result) << result.error().message;
   auto got = values_of<int>(result->outputs[1]);
   for (int b = 0; b < blocks; ++b)
@@ -136,8 +120,8 @@ TEST_F(GpuLaunchTest, TwoHundredThirtyKiBIsRefusedByThePlanner) {
   config.grid = {1, 1, 1};
   config.block = {256, 1, 1};
   config.dynamic_shared_bytes = 230 * 1024;
-  auto result = Client(daemon_->socket_path()).launch(ref("reverse_in_smem"), config,
-                                                       {buffer(std::string(4, '\0')), buffer(std::string(4, '\0')), i32(1)});
+  auto result = client().launch(ref("reverse_in_smem"), config,
+                                {buffer(std::string(4, '\0')), buffer(std::string(4, '\0')), i32(1)});
   if (sm_ == 107) GTEST_SKIP() << "sm_107 allows oversized shared memory";
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().code, ErrorCode::invalid_argument);
@@ -151,7 +135,7 @@ TEST_F(GpuLaunchTest, ClusterOfTwoGivesEachBlockItsRank) {
   config.grid = {blocks, 1, 1};
   config.block = {32, 1, 1};
   config.cluster = {2, 1, 1};
-  auto result = Client(daemon_->socket_path()).launch(ref("cluster_rank"), config, {buffer(std::string(blocks * 4, '\xff'))});
+  auto result = client().launch(ref("cluster_rank"), config, {buffer(std::string(blocks * 4, '\xff'))});
   ASSERT_TRUE(result) << result.error().message;
   auto ranks = values_of<unsigned>(result->outputs[0]);
   for (uint32_t b = 0; b < blocks; ++b) EXPECT_EQ(ranks[b], b % 2) << b;
@@ -163,8 +147,8 @@ TEST_F(GpuLaunchTest, CooperativeLaunchSynchronizesTheGrid) {
   config.grid = {blocks, 1, 1};
   config.block = {64, 1, 1};
   config.cooperative = true;
-  auto result = Client(daemon_->socket_path()).launch(
-      ref("grid_total"), config, {buffer(std::string(4, '\0')), buffer(std::string(blocks * 4, '\0'))});
+  auto result =
+      client().launch(ref("grid_total"), config, {buffer(std::string(4, '\0')), buffer(std::string(blocks * 4, '\0'))});
   ASSERT_TRUE(result) << result.error().message;
   auto seen = values_of<unsigned>(result->outputs[1]);
   for (uint32_t b = 0; b < blocks; ++b) EXPECT_EQ(seen[b], blocks) << b;

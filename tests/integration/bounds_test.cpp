@@ -2,23 +2,19 @@
 // size), crossed by a real input: the compile is stopped and answered
 // RESOURCE_EXHAUSTED naming the bound, and the daemon serves on.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
-#include "daemon_process.h"
 #include "kjit/client.h"
-#include "llvm_kernels.h"
-#include "test_kernels.h"
+#include "support/cuda_kernels.h"
+#include "support/daemon_test.h"
+#include "support/llvm_kernels.h"
 #include "test_pipelines.h"
 #include "test_plugins.h"
 
 namespace kjit::test {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Straight-line code that NVRTC and nvJitLink take many seconds of CPU over
 // (3,000 lines took 2 s on an idle machine; this is over three times that).
@@ -57,39 +53,22 @@ void expect_bound(const Result<CompileResult>& answer, const std::string& bound)
   EXPECT_NE(answer.error().message.find(bound), std::string::npos) << answer.error().message;
 }
 
-class BoundsTest : public ::testing::Test {
+class BoundsTest : public ToolkitDaemonTest {
  protected:
   static void SetUpTestSuite() {
-    config_ = fs::temp_directory_path() / ("kjit-bounds-" + std::to_string(::getpid()) + ".toml");
-    std::ofstream(config_) << llvm_test_pipeline("fd-hog", {"fd-hog"}, false) << R"([limits]
+    start_daemon(DaemonOptions{{"--plugin", plugin_path("host_probe_plugin"), "--no-cache", "--compile-workers", "1"},
+                               llvm_test_pipeline("fd-hog", {"fd-hog"}, false) + R"([limits]
 compile_cpu_seconds = 1
 compile_open_files = 64
 compile_output_bytes = 65536
-)";
-    daemon_ = new DaemonProcess({"--config", config_.string(), "--plugin", plugin_path("host_probe_plugin"),
-                                 "--no-cache", "--compile-workers", "1"});
+)"});
   }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    fs::remove(config_);
-  }
-  void SetUp() override {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-    GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  }
-  static Client client() { return Client(daemon_->socket_path()); }
   static void expect_daemon_serves_on() {
     EXPECT_TRUE(daemon_->running());
     auto ok = client().compile(cuda_request(k_vector_add));
     EXPECT_TRUE(ok) << ok.error().message;
   }
-
-  static DaemonProcess* daemon_;
-  static fs::path config_;
 };
-DaemonProcess* BoundsTest::daemon_ = nullptr;
-fs::path BoundsTest::config_;
 
 TEST_F(BoundsTest, ACompilePastItsCpuTimeIsStopped) {
   const auto start = std::chrono::steady_clock::now();
@@ -122,15 +101,13 @@ TEST_F(BoundsTest, ACompileThatTakesEveryFileDescriptorIsStopped) {
 }
 
 TEST(CompileMemoryBound, ACompilePastItsMemoryIsStopped) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
+  KJIT_SKIP_WITHOUT_TOOLKIT();
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer's shadow memory leaves no room for an address-space bound";
 #endif
   // 16 MiB beyond what a ready worker holds: NVRTC needs far more for any
   // kernel.
-  DaemonProcess daemon({"--no-cache", "--compile-workers", "1", "--compile-memory", "16777216"});
+  TestDaemon daemon({"--no-cache", "--compile-workers", "1", "--compile-memory", "16777216"});
   Client client(daemon.socket_path());
   expect_bound(client.compile(cuda_request(k_vector_add)), "limits.compile_memory_bytes");
   EXPECT_TRUE(daemon.running());
@@ -140,12 +117,10 @@ TEST(CompileMemoryBound, ACompilePastItsMemoryIsStopped) {
 }
 
 TEST(CompileBoundsConfig, BoundsComeFromTheFileAndFlagsOverrideThem) {
-  const fs::path config = fs::temp_directory_path() / ("kjit-bounds-cfg-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "[limits]\ncompile_memory_bytes = 1073741824\ncompile_cpu_seconds = 30\n"
-                           "compile_open_files = 128\ncompile_output_bytes = 1048576\n";
-  DaemonProcess daemon({"--config", config.string(), "--no-cache", "--compile-cpu-seconds", "7"});
+  TestDaemon daemon(DaemonOptions{{"--no-cache", "--compile-cpu-seconds", "7"},
+                                  "[limits]\ncompile_memory_bytes = 1073741824\ncompile_cpu_seconds = 30\n"
+                                  "compile_open_files = 128\ncompile_output_bytes = 1048576\n"});
   auto status = Client(daemon.socket_path()).status();
-  fs::remove(config);
   ASSERT_TRUE(status) << status.error().message;
   EXPECT_EQ(status->memory_bytes, 1073741824u);
   EXPECT_EQ(status->cpu_seconds, 7u);

@@ -5,26 +5,17 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.h"
+#include "support/daemon_test.h"
+#include "temp_dir.h"
 
 namespace kjit::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-class CliTest : public ::testing::Test {
+class CliTest : public SharedDaemonTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new DaemonProcess(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kjit-cli-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  static void SetUpTestSuite() { start_daemon(); }
 
   static void write(const fs::path& path, const std::string& content) {
     fs::create_directories(path.parent_path());
@@ -35,15 +26,12 @@ class CliTest : public ::testing::Test {
     return run_command(args, env);
   }
 
-  static DaemonProcess* daemon_;
-  fs::path dir_;
+  TempDir temp_;
+  const fs::path dir_ = temp_.path();
 };
-DaemonProcess* CliTest::daemon_ = nullptr;
 
 TEST_F(CliTest, CompileWritesTheCubinAndPrintsJsonWithTheContractFields) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
+  KJIT_SKIP_WITHOUT_TOOLKIT();
   fs::path out = dir_ / "vadd.cubin";
   auto r = kjit({"compile", source_dir() + "/examples/vector_add.cu", "--target", "cuda:90", "-o", out.string(),
                  "--json", "--socket", daemon_->socket_path()});
@@ -65,22 +53,16 @@ TEST_F(CliTest, CompileWritesTheCubinAndPrintsJsonWithTheContractFields) {
 }
 
 TEST_F(CliTest, PtxFlagWritesPtx) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
+  KJIT_SKIP_WITHOUT_TOOLKIT();
   fs::path out = dir_ / "vadd.ptx";
   auto r = kjit({"compile", source_dir() + "/examples/vector_add.cu", "--ptx", "-o", out.string(), "--socket",
                  daemon_->socket_path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::ifstream in(out);
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(text.find(".entry vector_add"), std::string::npos);
+  EXPECT_NE(read_file(out.string()).find(".entry vector_add"), std::string::npos);
 }
 
 TEST_F(CliTest, IncludeDirsAreResolvedOnTheClientAndDefinesPassed) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
+  KJIT_SKIP_WITHOUT_TOOLKIT();
   write(dir_ / "inc/ops/math.h", "#pragma once\n#include \"detail.h\"\n__device__ inline float twice(float v) { return v * FACTOR; }\n");
   write(dir_ / "inc/ops/detail.h", "#pragma once\n#define FACTOR_DEFAULT 2.0f\n");
   write(dir_ / "src/k.cu", "#include <ops/math.h>\n#include <cuda_fp16.h>\nextern \"C\" __global__ void k(float* x) { x[0] = twice(x[0]); }\n");

@@ -1,29 +1,19 @@
 // Compile requests that should succeed, through a real kjitd and the client.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <elf.h>
 #include <future>
 
-#include "daemon_process.h"
 #include "kjit/client.h"
-#include "test_kernels.h"
+#include "support/cuda_kernels.h"
+#include "support/daemon_test.h"
+#include "support/elf_header.h"
 
 namespace kjit::test {
 namespace {
 
-class CompileTest : public ::testing::Test {
+class CompileTest : public ToolkitDaemonTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new DaemonProcess(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-    GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  }
+  static void SetUpTestSuite() { start_daemon(); }
 
   static Result<CompileResult> compile(const char* source, const std::string& target,
                                        std::vector<std::string> name_expressions = {},
@@ -34,7 +24,7 @@ class CompileTest : public ::testing::Test {
     request.target = target;
     request.name_expressions = std::move(name_expressions);
     request.artifact = artifact;
-    return Client(daemon_->socket_path()).compile(request);
+    return client().compile(request);
   }
 
   static const KernelInfo* kernel_named(const CompileResult& result, const std::string& name) {
@@ -42,27 +32,7 @@ class CompileTest : public ::testing::Test {
       if (k.name == name) return &k;
     return nullptr;
   }
-
-  static DaemonProcess* daemon_;
 };
-DaemonProcess* CompileTest::daemon_ = nullptr;
-
-// Reads the ELF header directly, independent of kjit's cubin reader.
-struct ElfHeader {
-  bool is_elf64 = false;
-  uint16_t machine = 0;
-  uint32_t sm = 0;
-};
-ElfHeader elf_header_of(const std::string& bytes) {
-  ElfHeader h;
-  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) return h;
-  Elf64_Ehdr ehdr;
-  std::memcpy(&ehdr, bytes.data(), sizeof(ehdr));
-  h.is_elf64 = ehdr.e_ident[EI_CLASS] == ELFCLASS64;
-  h.machine = ehdr.e_machine;
-  h.sm = (ehdr.e_flags >> 8) & 0xff;
-  return h;
-}
 
 class VectorAddPerTarget : public CompileTest, public ::testing::WithParamInterface<std::pair<std::string, uint32_t>> {};
 
@@ -140,7 +110,7 @@ TEST_F(CompileTest, HeadersSentInTheRequestAreIncluded) {
   request.headers["ops/add.h"] = "__device__ inline float add_one(float v) { return v + OFFSET; }\n";
   request.options = {"-DOFFSET=1.0f"};
   request.target = "cuda:90";
-  auto result = Client(daemon_->socket_path()).compile(request);
+  auto result = client().compile(request);
   ASSERT_TRUE(result) << result.error().message << "\n" << result.error().log;
   EXPECT_NE(kernel_named(*result, "k"), nullptr);
 }
@@ -155,7 +125,7 @@ TEST_F(CompileTest, PtxArtifactRoundTripsAsPtxInput) {
   request.input_kind = InputKind::ptx;
   request.input = ptx->artifact;
   request.target = "cuda:90";
-  auto cubin = Client(daemon_->socket_path()).compile(request);
+  auto cubin = client().compile(request);
   ASSERT_TRUE(cubin) << cubin.error().message << "\n" << cubin.error().log;
   EXPECT_EQ(elf_header_of(cubin->artifact).sm, 90u);
   ASSERT_EQ(cubin->timings.size(), 2u);  // nvjitlink, metadata

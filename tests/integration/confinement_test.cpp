@@ -9,11 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon_process.h"
 #include "kjit/client.h"
-#include "llvm_kernels.h"
+#include "support/cuda_kernels.h"
+#include "support/daemon_test.h"
 #include "support/hostile_includes.h"
-#include "test_kernels.h"
+#include "support/llvm_kernels.h"
+#include "temp_dir.h"
 #include "test_pipelines.h"
 #include "test_plugins.h"
 
@@ -27,52 +28,50 @@ constexpr const char* k_secret = "KJIT-HOST-SECRET-7f3a9c";
 // The passes of the host-probe plugin, each in a pipeline of its own.
 std::string test_pipelines() {
   return llvm_test_pipeline("probe", {"host-probe"}, false) + llvm_test_pipeline("loud", {"loud-pass"}, true) +
-         llvm_test_pipeline("loud-crash", {"loud-crash"}, false) + R"([pipelines.inject]
-inputs = ["cuda-source"]
-[[pipelines.inject.stages]]
-name = "nvrtc"
-takes = "cuda-source"
-gives = "ptx"
-passes = ["include-injector", "nvrtc-compile"]
-[[pipelines.inject.stages]]
-name = "nvjitlink"
-takes = "ptx"
-gives = "cubin"
-passes = ["nvjitlink-link"]
-)";
+         llvm_test_pipeline("loud-crash", {"loud-crash"}, false) +
+         pipeline_toml("inject", "cuda-source",
+                       {{"nvrtc", "cuda-source", "ptx", {"include-injector", "nvrtc-compile"}},
+                        {"nvjitlink", "ptx", "cubin", {"nvjitlink-link"}}});
 }
 
 std::string everything_said(const Error& error) { return error.message + "\n" + error.log; }
 
-class ConfinementTest : public ::testing::Test {
+// The daemons of the tests: one worker, so that the tests that follow one
+// request with another have the second run where the first ran.
+DaemonOptions probe_daemon(std::vector<std::string> more_args = {}) {
+  DaemonOptions options{{"--plugin", plugin_path("host_probe_plugin"), "--no-cache", "--compile-workers", "1"},
+                        test_pipelines()};
+  options.args.insert(options.args.end(), more_args.begin(), more_args.end());
+  return options;
+}
+
+class ConfinementTest : public ToolkitDaemonTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("kjit-confinement-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    secret_ = dir_ / "secret.h";
+    secret_dir_ = std::make_unique<TempDir>();
+    secret_ = fs::path(secret_dir_->path()) / "secret.h";
     std::ofstream(secret_) << "#error " << k_secret << "\nint " << k_secret[0] << ";\n";
-    std::ofstream(dir_ / "kjitd.toml") << test_pipelines();
-    // One worker: the tests that follow one request with another need the
-    // second to run where the first ran.
-    daemon_ = new DaemonProcess({"--config", (dir_ / "kjitd.toml").string(), "--plugin",
-                                 plugin_path("host_probe_plugin"), "--no-cache", "--compile-workers", "1"});
+    start_daemon(probe_daemon());
   }
   static void TearDownTestSuite() {
-    delete daemon_;
-    fs::remove_all(dir_);
+    ToolkitDaemonTest::TearDownTestSuite();
+    secret_dir_.reset();
   }
-  void SetUp() override {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-    GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  }
-  static Client client() { return Client(daemon_->socket_path()); }
 
-  static DaemonProcess* daemon_;
-  static fs::path dir_, secret_;
+  // vector_add, with an include of the secret that a pass adds in the worker.
+  static CompileRequest injected_include() {
+    CompileRequest request;
+    request.input = k_vector_add;
+    request.input_name = "vadd.cu";
+    request.target = "cuda:90";
+    request.pipeline = "inject";
+    request.pass_args = {{"include-injector.path", secret_.string()}};
+    return request;
+  }
+
+  static inline std::unique_ptr<TempDir> secret_dir_;
+  static inline fs::path secret_;
 };
-DaemonProcess* ConfinementTest::daemon_ = nullptr;
-fs::path ConfinementTest::dir_, ConfinementTest::secret_;
 
 // Every spelling under every language standard: some only reach NVRTC as an
 // include under one of them (trigraphs up to C++14, no raw strings in C++03).
@@ -117,13 +116,7 @@ TEST_F(ConfinementTest, HostileHeaderNamesAreRefusedBeforeCompiling) {
 // NVRTC behind it (a pass adds it inside the worker), so only the
 // confinement stands between the request and the file.
 TEST_F(ConfinementTest, AnIncludeThePolicyMissedCannotBeOpened) {
-  CompileRequest request;
-  request.input = k_vector_add;
-  request.input_name = "vadd.cu";
-  request.target = "cuda:90";
-  request.pipeline = "inject";
-  request.pass_args = {{"include-injector.path", secret_.string()}};
-  auto answer = client().compile(request);
+  auto answer = client().compile(injected_include());
   ASSERT_FALSE(answer);
   const std::string said = everything_said(answer.error());
   EXPECT_EQ(said.find(k_secret), std::string::npos) << said;
@@ -132,7 +125,7 @@ TEST_F(ConfinementTest, AnIncludeThePolicyMissedCannotBeOpened) {
 }
 
 TEST_F(ConfinementTest, AWorkerCannotReadWriteOrConnectOnTheHost) {
-  const fs::path written = dir_ / "written-by-worker";
+  const fs::path written = fs::path(secret_dir_->path()) / "written-by-worker";
   auto request = llvm_request(k_llvm_vadd, "cuda:90");
   request.pipeline = "probe";
   request.pass_args = {{"host-probe.read", secret_.string()},
@@ -222,16 +215,9 @@ define ptx_kernel void @k() {
 // The control for the tests above: the same attacks against an unconfined
 // worker do reach the file, so it is the confinement that stops them.
 TEST_F(ConfinementTest, WithoutConfinementTheSameAttacksReachTheFile) {
-  DaemonProcess unconfined({"--config", (dir_ / "kjitd.toml").string(), "--plugin", plugin_path("host_probe_plugin"),
-                            "--no-cache", "--compile-workers", "1", "--sandbox", "off"});
+  TestDaemon unconfined(probe_daemon({"--sandbox", "off"}));
   Client client(unconfined.socket_path());
-  CompileRequest injected;
-  injected.input = k_vector_add;
-  injected.input_name = "vadd.cu";
-  injected.target = "cuda:90";
-  injected.pipeline = "inject";
-  injected.pass_args = {{"include-injector.path", secret_.string()}};
-  auto answer = client.compile(injected);
+  auto answer = client.compile(injected_include());
   ASSERT_FALSE(answer);
   EXPECT_NE(everything_said(answer.error()).find(k_secret), std::string::npos) << everything_said(answer.error());
 
@@ -245,7 +231,11 @@ TEST_F(ConfinementTest, WithoutConfinementTheSameAttacksReachTheFile) {
 }
 
 TEST(Confinement, SandboxOffIsAWarningAndSaidInTheStatus) {
-  DaemonProcess daemon({"--no-cache", "--sandbox", "off", "--compile-workers", "1"});
+  DaemonOptions options{{"--no-cache", "--sandbox", "off", "--compile-workers", "1"}};
+  options.capture_log = true;
+  TestDaemon daemon(options);
+  EXPECT_NE(daemon.log().find("[warning] sandbox = \"off\": compile workers are not confined"), std::string::npos)
+      << daemon.log();
   Client client(daemon.socket_path());
   auto status = client.status();
   ASSERT_TRUE(status) << status.error().message;
@@ -278,11 +268,7 @@ TEST(Confinement, WithoutLandlockTheDaemonRefusesToStartUnlessSandboxIsOff) {
 }
 
 TEST(Confinement, AnUnknownSandboxModeIsRefusedAtStart) {
-  const fs::path config = fs::temp_directory_path() / ("kjit-sandbox-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "sandbox = \"chroot\"\n";
-  CommandResult r = run_command({kjitd_path(), "--config", config.string(), "--socket",
-                                 (fs::temp_directory_path() / "kjit-never.sock").string()});
-  fs::remove(config);
+  CommandResult r = run_kjitd({}, "sandbox = \"chroot\"\n");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("sandbox must be"), std::string::npos) << r.err;
 }

@@ -6,10 +6,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.h"
 #include "kjit/client.h"
-#include "llvm_kernels.h"
-#include "test_kernels.h"
+#include "support/cuda_kernels.h"
+#include "support/daemon_test.h"
+#include "support/fails_with.h"
+#include "support/llvm_kernels.h"
 
 namespace kjit::test {
 namespace {
@@ -25,18 +26,9 @@ extern "C" __global__ void __launch_bounds__(256) dyn(float* out) {
 }
 )";
 
-class LaunchTest : public ::testing::Test {
+class LaunchTest : public ToolkitDaemonTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new DaemonProcess(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-    GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  }
+  static void SetUpTestSuite() { start_daemon(); }
   static KernelRef ref(const char* source, const std::string& target, const std::string& kernel) {
     KernelRef r;
     r.compile.input = source;
@@ -49,16 +41,14 @@ class LaunchTest : public ::testing::Test {
       if (a.name == name) return &a;
     return nullptr;
   }
-  static DaemonProcess* daemon_;
 };
-DaemonProcess* LaunchTest::daemon_ = nullptr;
 
 TEST_F(LaunchTest, PlanOver48KiBSetsTheOptInAttributeFromTheCompiledKernel) {
   LaunchConfig config;
   config.grid = {4, 1, 1};
   config.block = {256, 1, 1};
   config.dynamic_shared_bytes = 100 * 1024;
-  auto plan = Client(daemon_->socket_path()).plan_launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config);
+  auto plan = client().plan_launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config);
   ASSERT_TRUE(plan) << plan.error().message;
   const PlannedAttribute* max_dynamic = find(plan->function_attributes, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES");
   ASSERT_NE(max_dynamic, nullptr);
@@ -72,14 +62,12 @@ TEST_F(LaunchTest, ImpossiblePlanIsInvalidArgumentWithThePlannersMessage) {
   LaunchConfig config;
   config.grid = {1, 1, 1};
   config.block = {512, 1, 1};  // over __launch_bounds__(256)
-  auto plan = Client(daemon_->socket_path()).plan_launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config);
-  ASSERT_FALSE(plan);
-  EXPECT_EQ(plan.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(plan.error().message.find("256"), std::string::npos) << plan.error().message;
+  auto plan = client().plan_launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config);
+  ASSERT_TRUE(fails_with(plan, ErrorCode::invalid_argument, "256"));
 
   config.block = {256, 1, 1};
   config.dynamic_shared_bytes = 230 * 1024;
-  plan = Client(daemon_->socket_path()).plan_launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config);
+  plan = client().plan_launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config);
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.error().message.find("out of resource: shared memory"), std::string::npos) << plan.error().message;
 }
@@ -95,7 +83,7 @@ TEST_F(LaunchTest, Sm107PlanRestsOnPtxAndGetsTheOversizedModeWithSpread) {
   r.compile.target = "cuda:107";
   r.compile.allow_ptx_fallback = true;
   r.kernel = "vadd";
-  auto plan = Client(daemon_->socket_path()).plan_launch(r, config);
+  auto plan = client().plan_launch(r, config);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_TRUE(plan->rests_on_ptx);
   EXPECT_TRUE(plan->oversized_shared_memory);
@@ -111,10 +99,8 @@ TEST_F(LaunchTest, UnknownKernelIsNotFoundListingTheModulesKernels) {
   LaunchConfig config;
   config.grid = {1, 1, 1};
   config.block = {32, 1, 1};
-  auto plan = Client(daemon_->socket_path()).plan_launch(ref(k_vector_add, "cuda:90", "nope"), config);
-  ASSERT_FALSE(plan);
-  EXPECT_EQ(plan.error().code, ErrorCode::not_found);
-  EXPECT_NE(plan.error().message.find("vector_add"), std::string::npos);
+  auto plan = client().plan_launch(ref(k_vector_add, "cuda:90", "nope"), config);
+  ASSERT_TRUE(fails_with(plan, ErrorCode::not_found, "vector_add"));
 }
 
 TEST_F(LaunchTest, LaunchWithoutADriverIsFailedPrecondition) {
@@ -125,14 +111,12 @@ TEST_F(LaunchTest, LaunchWithoutADriverIsFailedPrecondition) {
   buffer.kind = LaunchValue::Kind::buffer;
   buffer.buffer.size = 1024;
   buffer.buffer.return_contents = true;
-  auto result = Client(daemon_->socket_path()).launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config, {buffer});
-  ASSERT_FALSE(result);
-  EXPECT_EQ(result.error().code, ErrorCode::failed_precondition);
-  EXPECT_NE(result.error().message.find("no CUDA driver on this host"), std::string::npos) << result.error().message;
+  auto result = client().launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config, {buffer});
+  ASSERT_TRUE(fails_with(result, ErrorCode::failed_precondition, "no CUDA driver on this host"));
 }
 
 TEST_F(LaunchTest, PlanCliPrintsAttributesAndExitsOneOnAnImpossibleLaunch) {
-  fs::path file = fs::temp_directory_path() / ("kjit-plan-" + std::to_string(::getpid()) + ".cu");
+  const fs::path file = fs::path(daemon_->dir()) / "dyn.cu";
   std::ofstream(file) << k_dynamic_smem;
   auto ok = run_command({kjit_cli_path(), "plan", file.string(), "--target", "cuda:90", "--kernel", "dyn", "--grid",
                          "4", "--block", "256", "--dynamic-smem", "102400", "--json", "--socket", daemon_->socket_path()});
@@ -151,7 +135,6 @@ TEST_F(LaunchTest, PlanCliPrintsAttributesAndExitsOneOnAnImpossibleLaunch) {
   auto usage = run_command({kjit_cli_path(), "launch", file.string(), "--kernel", "dyn", "--arg", "q32:1", "--socket",
                             daemon_->socket_path()});
   EXPECT_EQ(usage.exit_code, 2);
-  fs::remove(file);
 }
 
 }  // namespace

@@ -9,11 +9,11 @@
 #include <fstream>
 
 #include "cache/disk_store.h"
-#include "daemon_process.h"
 #include "kjit/client.h"
 #include "sample_entries.h"
+#include "support/cuda_kernels.h"
+#include "support/daemon_test.h"
 #include "temp_dir.h"
-#include "test_kernels.h"
 
 namespace kjit::test {
 namespace {
@@ -38,16 +38,14 @@ std::string entry_path(const std::string& directory, const std::string& key) {
 }
 
 TEST(LocalCache, ReadsWhatTheDaemonCompiled) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
+  KJIT_SKIP_WITHOUT_TOOLKIT();
   TempDir dir;
   const std::string cache_dir = dir.path() + "/cache";
   CompileRequest request;
   request.input = k_templated;
   request.target = "cuda:90";
   request.name_expressions = {"scale<float>"};
-  DaemonProcess daemon({"--cache-dir", cache_dir});
+  TestDaemon daemon({"--cache-dir", cache_dir});
   auto compiled = Client(daemon.socket_path()).compile(request);
   ASSERT_TRUE(compiled) << compiled.error().message;
   ASSERT_EQ(compiled->cache, "compiled");

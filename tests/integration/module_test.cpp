@@ -1,19 +1,18 @@
 // Client-side launch without a driver: Module::load says so, and compiling
 // keeps working.
+#include "kjit/module.h"
+
 #include <gtest/gtest.h>
 
-#include "daemon_process.h"
-#include "kjit/module.h"
-#include "test_kernels.h"
+#include "support/cuda_kernels.h"
+#include "support/daemon_test.h"
 
 namespace kjit::test {
 namespace {
 
 TEST(ClientModule, LoadWithoutADriverIsFailedPreconditionNamingIt) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  DaemonProcess daemon({"--no-cache"});
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon({"--no-cache"});
   CompileRequest request;
   request.input = k_vector_add;
   request.target = "cuda:90";

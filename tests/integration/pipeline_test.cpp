@@ -2,17 +2,16 @@
 // PTX, pass arguments, plugins that insert, disable, replace and override,
 // their effect on the cache key, and bad input.
 #include <gtest/gtest.h>
-
 #include <toml++/toml.h>
 
-#include <cstring>
-#include <elf.h>
 #include <filesystem>
 #include <fstream>
 
-#include "daemon_process.h"
 #include "kjit/client.h"
-#include "llvm_kernels.h"
+#include "support/daemon_test.h"
+#include "support/elf_header.h"
+#include "support/fails_with.h"
+#include "support/llvm_kernels.h"
 #include "test_pipelines.h"
 #include "test_plugins.h"
 
@@ -21,12 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 uint32_t elf_sm(const std::string& bytes) {
-  Elf64_Ehdr ehdr{};
-  if (bytes.size() < sizeof(ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) return 0;
-  std::memcpy(&ehdr, bytes.data(), sizeof(ehdr));
-  return (ehdr.e_flags >> 8) & 0xff;
+  return elf_header_of(bytes).sm;
 }
 
 // "stage/pass" for every pass that ran, metadata excluded.
@@ -58,23 +53,11 @@ std::string key_component(const CompileResult& result, const std::string& name) 
   return "<absent>";
 }
 
-class LlvmPipelineTest : public ::testing::Test {
+class LlvmPipelineTest : public ToolkitDaemonTest {
  protected:
   // --no-cache: these tests look at the passes that ran.
-  static void SetUpTestSuite() { daemon_ = new DaemonProcess({"--no-cache"}); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-    GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  }
-  static Client client() { return Client(daemon_->socket_path()); }
-  static DaemonProcess* daemon_;
+  static void SetUpTestSuite() { start_daemon({"--no-cache"}); }
 };
-DaemonProcess* LlvmPipelineTest::daemon_ = nullptr;
 
 TEST_F(LlvmPipelineTest, LlvmIrCompilesToCubinForSm80AndSm90ThroughEveryStage) {
   for (auto [target, sm] : {std::pair<std::string, uint32_t>{"cuda:80", 80}, {"cuda:90", 90}}) {
@@ -83,8 +66,9 @@ TEST_F(LlvmPipelineTest, LlvmIrCompilesToCubinForSm80AndSm90ThroughEveryStage) {
     EXPECT_EQ(elf_sm(result->artifact), sm);
     ASSERT_EQ(result->kernels.size(), 1u);
     EXPECT_EQ(result->kernels[0].name, "vadd");
-    EXPECT_EQ(passes_run(*result), (std::vector<std::string>{"llvm-opt/llvm-passes", "llvm-nvptx/nvptx-codegen",
-                                                             "ptx/ptx-retarget", "nvjitlink/nvjitlink-link"}));
+    EXPECT_EQ(passes_run(*result),
+              (std::vector<std::string>{"llvm-opt/libdevice-link", "llvm-opt/nvvm-reflect", "llvm-opt/llvm-passes",
+                                        "llvm-nvptx/nvptx-codegen", "ptx/ptx-retarget", "nvjitlink/nvjitlink-link"}));
     EXPECT_EQ(result->pipeline, "llvm-nvidia");
     EXPECT_EQ(key_component(*result, "toolchain.llvm").substr(0, 3), "19.");
   }
@@ -115,9 +99,7 @@ TEST_F(LlvmPipelineTest, Sm100CubinFromLlvmIsBuilt) {
 
 TEST_F(LlvmPipelineTest, Sm107CubinNamesTheToolkitOrFallsBackToPtxWhenAllowed) {
   auto refused = client().compile(llvm_request(k_llvm_vadd, "cuda:107"));
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(refused.error().message.find("CUDA toolkit 13.0"), std::string::npos) << refused.error().message;
+  ASSERT_TRUE(fails_with(refused, ErrorCode::invalid_argument, "CUDA toolkit 13.0"));
   EXPECT_NE(refused.error().message.find("needs CUDA 13.4"), std::string::npos) << refused.error().message;
   EXPECT_NE(refused.error().message.find("allow_ptx_fallback"), std::string::npos);
 
@@ -134,15 +116,11 @@ TEST_F(LlvmPipelineTest, Sm107CubinNamesTheToolkitOrFallsBackToPtxWhenAllowed) {
 }
 
 TEST_F(LlvmPipelineTest, BitcodeInputCompiles) {
-  fs::path dir = fs::temp_directory_path() / ("kjit-bc-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = daemon_->dir();
   std::ofstream(dir / "k.ll") << k_llvm_vadd;
   auto as = run_command({std::string(KJIT_TEST_LLVM_BIN) + "/llvm-as", (dir / "k.ll").string(), "-o", (dir / "k.bc").string()});
   ASSERT_EQ(as.exit_code, 0) << as.err;
-  std::ifstream in(dir / "k.bc", std::ios::binary);
-  std::string bitcode((std::istreambuf_iterator<char>(in)), {});
-  fs::remove_all(dir);
-  CompileRequest request = llvm_request(bitcode, "cuda:90");
+  CompileRequest request = llvm_request(read_file((dir / "k.bc").string()), "cuda:90");
   request.input_kind = InputKind::llvm_bitcode;
   auto result = client().compile(request);
   ASSERT_TRUE(result) << result.error().message << "\n" << result.error().log;
@@ -161,15 +139,12 @@ TEST_F(LlvmPipelineTest, PassArgumentsReachLlvmAndChangeTheKey) {
 
   request.pass_args["llvm-passes.pipeline"] = "function(no-such-pass)";
   auto bad = client().compile(request);
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(bad.error().message.find("llvm-opt/llvm-passes"), std::string::npos) << bad.error().message;
+  ASSERT_TRUE(fails_with(bad, ErrorCode::invalid_argument, "llvm-opt/llvm-passes"));
   EXPECT_NE(bad.error().message.find("no-such-pass"), std::string::npos) << bad.error().message;
 
   request.pass_args = {{"no-such-pass.key", "1"}};
   bad = client().compile(request);
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().code, ErrorCode::invalid_argument);
+  ASSERT_TRUE(fails_with(bad, ErrorCode::invalid_argument));
   request.pass_args = {{"llvm-passes.no-such-key", "1"}};
   bad = client().compile(request);
   ASSERT_FALSE(bad);
@@ -204,9 +179,7 @@ TEST_F(LlvmPipelineTest, UnknownNamedPipelineListsTheKnownOnes) {
   auto request = llvm_request(k_llvm_vadd, "cuda:90");
   request.pipeline = "no-such-pipeline";
   auto result = client().compile(request);
-  ASSERT_FALSE(result);
-  EXPECT_EQ(result.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(result.error().message.find("llvm-nvidia"), std::string::npos);
+  ASSERT_TRUE(fails_with(result, ErrorCode::invalid_argument, "llvm-nvidia"));
   request.pipeline = "cuda-nvidia";  // exists, but takes CUDA C++
   result = client().compile(request);
   ASSERT_FALSE(result);
@@ -215,60 +188,31 @@ TEST_F(LlvmPipelineTest, UnknownNamedPipelineListsTheKnownOnes) {
 
 // Plugins and configured pipelines: one daemon with all example plugins but
 // the failing and wrong-ABI ones, and one without any, to compare keys.
-class PluginPipelineTest : public ::testing::Test {
+class PluginPipelineTest : public ToolkitDaemonTest {
  protected:
   static void SetUpTestSuite() {
-    config_dir_ = fs::temp_directory_path() / ("kjit-plugins-" + std::to_string(::getpid()));
-    fs::create_directories(config_dir_);
-    std::ofstream(config_dir_ / "kjitd.toml") << R"(
-[pipelines.llvm-unoptimized]
-inputs = ["llvm-ir"]
-[[pipelines.llvm-unoptimized.stages]]
-name = "llvm-opt"
-takes = "llvm"
-gives = "llvm"
-passes = ["llvm-passes"]
-[[pipelines.llvm-unoptimized.stages]]
-name = "llvm-nvptx"
-takes = "llvm"
-gives = "ptx"
-passes = ["nvptx-codegen"]
-[[pipelines.llvm-unoptimized.stages]]
-name = "nvjitlink"
-takes = "ptx"
-gives = "cubin"
-passes = ["nvjitlink-link"]
-)" << llvm_test_pipeline("llvm-failing", {"test-fail"}, false)
-                                              << llvm_test_pipeline("llvm-garbage", {"test-garbage"}, true);
-    std::vector<std::string> args{"--config", (config_dir_ / "kjitd.toml").string(), "--no-cache"};
+    DaemonOptions options{{"--no-cache"},
+                          pipeline_toml("llvm-unoptimized", "llvm-ir",
+                                        {{"llvm-opt", "llvm", "llvm", {"llvm-passes"}},
+                                         {"llvm-nvptx", "llvm", "ptx", {"nvptx-codegen"}},
+                                         {"nvjitlink", "ptx", "cubin", {"nvjitlink-link"}}}) +
+                              llvm_test_pipeline("llvm-failing", {"test-fail"}, false) +
+                              llvm_test_pipeline("llvm-garbage", {"test-garbage"}, true)};
     for (const char* p : {"ptx_rewrite_plugin", "disable_pass_plugin", "override_stage_plugin", "key_component_plugin",
-                          "debug_insensitive_digest_plugin", "failing_pass_plugin"}) {
-      args.push_back("--plugin");
-      args.push_back(plugin_path(p));
-    }
-    with_plugins_ = new DaemonProcess(args);
-    plain_ = new DaemonProcess({"--no-cache"});
+                          "debug_insensitive_digest_plugin", "failing_pass_plugin"})
+      options.args.insert(options.args.end(), {"--plugin", plugin_path(p)});
+    start_daemon(options);
+    plain_ = std::make_unique<TestDaemon>(std::vector<std::string>{"--no-cache"});
   }
   static void TearDownTestSuite() {
-    delete with_plugins_;
-    delete plain_;
-    fs::remove_all(config_dir_);
+    plain_.reset();
+    ToolkitDaemonTest::TearDownTestSuite();
   }
-  void SetUp() override {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-    GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  }
-  static Client plugged() { return Client(with_plugins_->socket_path()); }
+  static Client plugged() { return client(); }
   static Client plain() { return Client(plain_->socket_path()); }
 
-  static DaemonProcess* with_plugins_;
-  static DaemonProcess* plain_;
-  static fs::path config_dir_;
+  static inline std::unique_ptr<TestDaemon> plain_;
 };
-DaemonProcess* PluginPipelineTest::with_plugins_ = nullptr;
-DaemonProcess* PluginPipelineTest::plain_ = nullptr;
-fs::path PluginPipelineTest::config_dir_;
 
 TEST_F(PluginPipelineTest, ShowListsThePassesThatThenRun) {
   for (std::string pipeline : {"", "llvm-unoptimized"}) {
@@ -365,27 +309,18 @@ TEST_F(PluginPipelineTest, FailingAndGarbagePassesGiveClearErrors) {
   auto request = llvm_request(k_llvm_vadd, "cuda:90");
   request.pipeline = "llvm-failing";
   auto failed = plugged().compile(request);
-  ASSERT_FALSE(failed);
-  EXPECT_EQ(failed.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(failed.error().message.find("llvm-nvptx/test-fail"), std::string::npos) << failed.error().message;
+  ASSERT_TRUE(fails_with(failed, ErrorCode::invalid_argument, "llvm-nvptx/test-fail"));
   EXPECT_NE(failed.error().log.find("refusing this module on purpose"), std::string::npos);
 
   request.pipeline = "llvm-garbage";
   auto garbage = plugged().compile(request);
-  ASSERT_FALSE(garbage);
-  EXPECT_EQ(garbage.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(garbage.error().message.find("nvjitlink/nvjitlink-link"), std::string::npos) << garbage.error().message;
-  EXPECT_TRUE(with_plugins_->running());
+  ASSERT_TRUE(fails_with(garbage, ErrorCode::invalid_argument, "nvjitlink/nvjitlink-link"));
+  EXPECT_TRUE(daemon_->running());
 }
 
 TEST(LlvmPassPlugin, PassesOfAnLlvmPluginAreUsableByNameInLlvmPasses) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  fs::path config = fs::temp_directory_path() / ("kjit-llvm-plugin-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "llvm_pass_plugins = [\"" << plugin_path("llvm_marker_pass_plugin") << "\"]\n";
-  DaemonProcess daemon({"--config", config.string()});
-  fs::remove(config);
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon(DaemonOptions{{}, "llvm_pass_plugins = [\"" + plugin_path("llvm_marker_pass_plugin") + "\"]\n"});
   auto request = llvm_request(k_llvm_vadd, "cuda:90");
   request.artifact = ArtifactKind::ptx;
   request.pass_args["llvm-passes.pipeline"] = "kjit-test-marker,default<O1>";
@@ -399,54 +334,36 @@ TEST(LlvmPassPlugin, PassesOfAnLlvmPluginAreUsableByNameInLlvmPasses) {
 }
 
 // Start-up refusals: kjitd exits with a message instead of serving.
-CommandResult start_kjitd(std::vector<std::string> args) {
-  fs::path dir = fs::temp_directory_path() / ("kjit-startup-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::vector<std::string> argv{"/usr/bin/timeout", "20", kjitd_path(), "--socket", (dir / "s.sock").string(), "--no-cache"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CommandResult r = run_command(argv);
-  fs::remove_all(dir);
-  return r;
-}
-
 TEST(PluginStartup, WrongAbiVersionIsRefusedAtStartup) {
-  auto r = start_kjitd({"--plugin", plugin_path("wrong_abi_plugin")});
+  auto r = run_kjitd({"--no-cache", "--plugin", plugin_path("wrong_abi_plugin")});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("plugin ABI version 2"), std::string::npos) << r.err;
 }
 
 TEST(PluginStartup, MissingPluginFileIsRefusedAtStartup) {
-  auto r = start_kjitd({"--plugin", "/nonexistent/libnothing.so"});
+  auto r = run_kjitd({"--no-cache", "--plugin", "/nonexistent/libnothing.so"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent/libnothing.so"), std::string::npos) << r.err;
 }
 
 TEST(ToolkitRanges, AConfiguredToolkitBuildsItsRangeAndAMissingOneIsRefusedAtStartup) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  fs::path config = fs::temp_directory_path() / ("kjit-toolkits-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "[[toolkits]]\nfrom = \"cuda:100\"\nto = \"cuda:121\"\ncuda_home = \"/nonexistent-cuda\"\n";
-  auto refused = start_kjitd({"--config", config.string()});
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  const std::string range = "[[toolkits]]\nfrom = \"cuda:100\"\nto = \"cuda:121\"\ncuda_home = ";
+  auto refused = run_kjitd({"--no-cache"}, range + "\"/nonexistent-cuda\"\n");
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("sm_100..sm_121"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("/nonexistent-cuda"), std::string::npos) << refused.err;
 
   // The toolkit kjit was built with, named by another path, serves sm_100+.
-  std::string home = fs::canonical(std::string(KJIT_TEST_CUDA_HOME)).string();
-  std::ofstream(config) << "[[toolkits]]\nfrom = \"cuda:100\"\nto = \"cuda:121\"\ncuda_home = \"" << home << "\"\n";
-  DaemonProcess daemon({"--config", config.string()});
-  fs::remove(config);
+  const std::string home = fs::canonical(cuda_home()).string();
+  TestDaemon daemon(DaemonOptions{{}, range + "\"" + home + "\"\n"});
   auto result = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:100"));
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ(elf_sm(result->artifact), 100u);
 }
 
 TEST(PluginStartup, EditWithAMissingAnchorIsRefusedAtStartup) {
-  fs::path config = fs::temp_directory_path() / ("kjit-edit-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "[[edits]]\nop = \"disable\"\nanchor = \"no-such-pass\"\n";
-  auto r = start_kjitd({"--config", config.string()});
-  fs::remove(config);
+  auto r = run_kjitd({"--no-cache"}, "[[edits]]\nop = \"disable\"\nanchor = \"no-such-pass\"\n");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no-such-pass"), std::string::npos) << r.err;
 }

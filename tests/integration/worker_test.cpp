@@ -4,17 +4,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <atomic>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
 
-#include "daemon_process.h"
 #include "kjit/client.h"
-#include "llvm_kernels.h"
+#include "support/daemon_test.h"
+#include "support/fails_with.h"
+#include "support/llvm_kernels.h"
 #include "test_pipelines.h"
 #include "test_plugins.h"
 
@@ -51,24 +52,21 @@ std::vector<std::string> children_of(pid_t parent) {
   return out;
 }
 
-class WorkerTest : public ::testing::Test {
+// How many compile workers (kjitd --worker-fd) `daemon` has.
+size_t workers_of(pid_t daemon) {
+  size_t workers = 0;
+  for (const std::string& args : children_of(daemon))
+    if (args.find("--worker-fd") != std::string::npos) ++workers;
+  return workers;
+}
+
+class WorkerTest : public ToolkitDaemonTest {
  protected:
   static void SetUpTestSuite() {
-    config_ = fs::temp_directory_path() / ("kjit-worker-test-" + std::to_string(::getpid()) + ".toml");
-    std::ofstream(config_) << k_pipelines;
-    daemon_ = new DaemonProcess({"--config", config_.string(), "--plugin", plugin_path("failing_pass_plugin"),
-                                 "--no-cache", "--compile-workers", "2", "--compile-timeout", "3"});
+    start_daemon(DaemonOptions{{"--plugin", plugin_path("failing_pass_plugin"), "--no-cache", "--compile-workers", "2",
+                                "--compile-timeout", "3"},
+                               k_pipelines});
   }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    fs::remove(config_);
-  }
-  void SetUp() override {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-    GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  }
-  static Client client() { return Client(daemon_->socket_path()); }
 
   // A compile the daemon must still do after a worker died.
   static void expect_daemon_still_compiles() {
@@ -77,19 +75,12 @@ class WorkerTest : public ::testing::Test {
     EXPECT_FALSE(ok->artifact.empty());
     EXPECT_TRUE(daemon_->running());
   }
-
-  static DaemonProcess* daemon_;
-  static fs::path config_;
 };
-DaemonProcess* WorkerTest::daemon_ = nullptr;
-fs::path WorkerTest::config_;
 
 TEST_F(WorkerTest, CompilesRunInWorkerProcessesOfTheDaemon) {
   auto ok = client().compile(llvm_request(k_llvm_vadd, "cuda:90"));
   ASSERT_TRUE(ok) << ok.error().message;
-  size_t workers = 0;
-  for (const std::string& args : children_of(daemon_->pid()))
-    if (args.find("--worker-fd") != std::string::npos) ++workers;
+  const size_t workers = workers_of(daemon_->pid());
   EXPECT_GE(workers, 1u) << "no kjitd --worker-fd child after a compile";
   EXPECT_LE(workers, 2u) << "more workers than --compile-workers 2";
 }
@@ -98,9 +89,7 @@ TEST_F(WorkerTest, ACrashingCompilerIsAnInternalErrorAndTheDaemonGoesOn) {
   auto request = llvm_request(k_llvm_vadd, "cuda:90");
   request.pipeline = "llvm-crashing";
   auto crashed = client().compile(request);
-  ASSERT_FALSE(crashed);
-  EXPECT_EQ(crashed.error().code, ErrorCode::internal);
-  EXPECT_NE(crashed.error().message.find("crashed"), std::string::npos) << crashed.error().message;
+  ASSERT_TRUE(fails_with(crashed, ErrorCode::internal, "crashed"));
   EXPECT_NE(crashed.error().message.find("signal 6"), std::string::npos) << crashed.error().message;
   expect_daemon_still_compiles();
 }
@@ -111,9 +100,7 @@ TEST_F(WorkerTest, AHangingCompilerIsStoppedAtTheTimeBound) {
   const auto start = std::chrono::steady_clock::now();
   auto hung = client().compile(request);
   const auto took = std::chrono::steady_clock::now() - start;
-  ASSERT_FALSE(hung);
-  EXPECT_EQ(hung.error().code, ErrorCode::deadline_exceeded);
-  EXPECT_NE(hung.error().message.find("compile_timeout_s"), std::string::npos) << hung.error().message;
+  ASSERT_TRUE(fails_with(hung, ErrorCode::deadline_exceeded, "compile_timeout_s"));
   EXPECT_GE(took, 3s);
   EXPECT_LT(took, 30s);
   expect_daemon_still_compiles();
@@ -137,36 +124,23 @@ TEST_F(WorkerTest, ConcurrentCrashesAndCompilesEachGetTheirOwnAnswer) {
 }
 
 TEST(WorkerConfig, TheConfigFileSetsTheWorkersAndTheTimeBound) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  const fs::path config = fs::temp_directory_path() / ("kjit-worker-config-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "compile_workers = 1\n" << k_pipelines << "\n[limits]\ncompile_timeout_s = 2\n";
-  DaemonProcess daemon({"--config", config.string(), "--plugin", plugin_path("failing_pass_plugin"), "--no-cache"});
-  fs::remove(config);  // workers get the text the daemon read, not the file
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon(DaemonOptions{{"--plugin", plugin_path("failing_pass_plugin"), "--no-cache"},
+                                  "compile_workers = 1\n" + k_pipelines + "\n[limits]\ncompile_timeout_s = 2\n"});
+  fs::remove(daemon.config_path());  // workers get the text the daemon read, not the file
   auto request = llvm_request(k_llvm_vadd, "cuda:90");
   request.pipeline = "llvm-hanging";
   auto hung = Client(daemon.socket_path()).compile(request);
-  ASSERT_FALSE(hung);
-  EXPECT_EQ(hung.error().code, ErrorCode::deadline_exceeded);
-  EXPECT_NE(hung.error().message.find("longer than 2 s"), std::string::npos) << hung.error().message;
+  ASSERT_TRUE(fails_with(hung, ErrorCode::deadline_exceeded, "longer than 2 s"));
   auto ok = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:90"));
   ASSERT_TRUE(ok) << ok.error().message;
-  size_t workers = 0;
-  for (const std::string& args : children_of(daemon.pid()))
-    if (args.find("--worker-fd") != std::string::npos) ++workers;
-  EXPECT_EQ(workers, 1u);
+  EXPECT_EQ(workers_of(daemon.pid()), 1u);
 }
 
 TEST(WorkerShutdown, StoppingTheDaemonDoesNotWaitOutARunningCompile) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  const fs::path config = fs::temp_directory_path() / ("kjit-worker-stop-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << k_pipelines;
-  DaemonProcess daemon({"--config", config.string(), "--plugin", plugin_path("failing_pass_plugin"), "--no-cache",
-                        "--compile-timeout", "120"});
-  fs::remove(config);
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon(DaemonOptions{
+      {"--plugin", plugin_path("failing_pass_plugin"), "--no-cache", "--compile-timeout", "120"}, k_pipelines});
   std::optional<Result<CompileResult>> answer;
   std::thread caller([&] {
     auto request = llvm_request(k_llvm_vadd, "cuda:90");
@@ -185,41 +159,30 @@ TEST(WorkerShutdown, StoppingTheDaemonDoesNotWaitOutARunningCompile) {
 }
 
 TEST(WorkerStart, AWorkerThatCannotStartIsAClearErrorNotACrashReport) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
+  KJIT_SKIP_WITHOUT_TOOLKIT();
   // The daemon loads the plugin, then it disappears: workers cannot.
   const fs::path plugin = fs::temp_directory_path() / ("kjit-vanishing-" + std::to_string(::getpid()) + ".so");
   fs::copy_file(plugin_path("failing_pass_plugin"), plugin, fs::copy_options::overwrite_existing);
-  DaemonProcess daemon({"--plugin", plugin.string(), "--no-cache"});
+  TestDaemon daemon({"--plugin", plugin.string(), "--no-cache"});
   fs::remove(plugin);
   auto failed = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:90"));
-  ASSERT_FALSE(failed);
-  EXPECT_EQ(failed.error().code, ErrorCode::internal);
-  EXPECT_NE(failed.error().message.find("exited with status 1"), std::string::npos) << failed.error().message;
+  ASSERT_TRUE(fails_with(failed, ErrorCode::internal, "exited with status 1"));
   EXPECT_EQ(failed.error().message.find("crashed"), std::string::npos) << failed.error().message;
   EXPECT_TRUE(daemon.running());
 }
 
 TEST(WorkerConfig, ANegativeWorkerCountIsAConfigurationError) {
-  const fs::path config = fs::temp_directory_path() / ("kjit-worker-bad-" + std::to_string(::getpid()) + ".toml");
-  std::ofstream(config) << "compile_workers = -1\n";
-  CommandResult r = run_command({kjitd_path(), "--config", config.string(), "--socket",
-                                 (fs::temp_directory_path() / ("kjit-bad-" + std::to_string(::getpid()) + ".sock")).string()});
-  fs::remove(config);
+  CommandResult r = run_kjitd({}, "compile_workers = -1\n");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("compile_workers"), std::string::npos) << r.err;
 }
 
 TEST(WorkerlessDaemon, CompileWorkersZeroCompilesInsideTheDaemon) {
-#ifndef KJIT_TEST_HAVE_TOOLKIT
-  GTEST_SKIP() << "built without the CUDA toolkit";
-#endif
-  DaemonProcess daemon({"--no-cache", "--compile-workers", "0"});
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon({"--no-cache", "--compile-workers", "0"});
   auto ok = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:90"));
   ASSERT_TRUE(ok) << ok.error().message;
-  for (const std::string& args : children_of(daemon.pid()))
-    EXPECT_EQ(args.find("--worker-fd"), std::string::npos) << "a worker was started with --compile-workers 0";
+  EXPECT_EQ(workers_of(daemon.pid()), 0u) << "a worker was started with --compile-workers 0";
 }
 
 }  // namespace

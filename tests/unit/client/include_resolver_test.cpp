@@ -2,7 +2,7 @@
 // the daemon, the names headers are sent under, and the bounds. With the CUDA
 // toolkit, the result is also fed to NVRTC, which is the proof that the names
 // match what NVRTC looks up.
-#include "include_resolver.h"
+#include "client/include_resolver.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

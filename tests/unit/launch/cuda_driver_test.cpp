@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "launch/launch_plan.h"
+#include "support/fails_with.h"
 
 namespace kjit {
 namespace {
+
+using test::fails_with;
 
 #if KJIT_HAVE_CUDA_HEADERS
 constexpr std::string_view k_expected = "no CUDA driver on this host";
@@ -17,16 +20,12 @@ constexpr std::string_view k_expected = "built without CUDA headers";
 #endif
 
 void expect_unavailable(const Status& status) {
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code, ErrorCode::failed_precondition);
-  EXPECT_NE(status.error().message.find(k_expected), std::string::npos) << status.error().message;
+  ASSERT_TRUE(fails_with(status, ErrorCode::failed_precondition, k_expected));
 }
 
 template <typename T>
 void expect_unavailable(const Result<T>& result) {
-  ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.error().code, ErrorCode::failed_precondition);
-  EXPECT_NE(result.error().message.find(k_expected), std::string::npos) << result.error().message;
+  ASSERT_TRUE(fails_with(result, ErrorCode::failed_precondition, k_expected));
 }
 
 TEST(CudaDriver, MissingDriverLibraryMakesEveryCallFailedPrecondition) {

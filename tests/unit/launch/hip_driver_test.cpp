@@ -20,9 +20,18 @@
 #include "launch/device_limits.h"
 #include "launch/launch_plan.h"
 #include "launch/plan_executor.h"
+#include "plan_helpers.h"
+#include "support/fails_with.h"
 
 namespace kjit {
 namespace {
+
+using test::fails_exactly;
+using test::fails_with;
+using test::kernel;
+using test::limits_of;
+using test::plan_of;
+using test::shape;
 
 namespace ids = cuda_ids;
 
@@ -30,9 +39,7 @@ constexpr uint32_t k_kib = 1024;
 constexpr std::string_view k_no_runtime = "no HIP runtime on this host (";
 
 void expect_no_runtime(const Status& status, std::string_view library) {
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code, ErrorCode::failed_precondition);
-  EXPECT_NE(status.error().message.find(k_no_runtime), std::string::npos) << status.error().message;
+  ASSERT_TRUE(fails_with(status, ErrorCode::failed_precondition, k_no_runtime));
   EXPECT_NE(status.error().message.find(library), std::string::npos) << status.error().message;
 }
 
@@ -103,35 +110,8 @@ TEST(HipDriverWithoutRuntime, DefaultLibrariesAreTriedInOrder) {
 
 // ---- which plans HIP can execute ----------------------------------------------
 
-DeviceLimits limits_of(const char* target) {
-  return limits_for_target(*parse_target(target));
-}
-
-KernelInfo kernel() {
-  KernelInfo info;
-  info.name = "k";
-  info.lowered_name = "k";
-  return info;
-}
-
-LaunchConfig shape(Dim3 grid, Dim3 block, Dim3 cluster = {}) {
-  LaunchConfig config;
-  config.grid = grid;
-  config.block = block;
-  config.cluster = cluster;
-  return config;
-}
-
-LaunchPlan plan_of(const LaunchConfig& config, const char* target = "cuda:90", const KernelInfo& info = kernel()) {
-  Result<LaunchPlan> plan = plan_launch(info, limits_of(target), config);
-  EXPECT_TRUE(plan.ok()) << plan.error().message;
-  return plan.ok() ? *plan : LaunchPlan{};
-}
-
 void expect_unimplemented(const Status& status, std::string_view text) {
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code, ErrorCode::unimplemented);
-  EXPECT_NE(status.error().message.find(text), std::string::npos) << status.error().message;
+  ASSERT_TRUE(fails_with(status, ErrorCode::unimplemented, text));
   EXPECT_NE(status.error().message.find("not available on HIP"), std::string::npos) << status.error().message;
 }
 
@@ -162,11 +142,10 @@ TEST(HipPlanSupport, PriorityIsSupported) {
 
 TEST(HipPlanSupport, ClusterIsUnimplementedWithTheAttributes) {
   const Status status = check_plan_supported_on_hip(plan_of(shape({8}, {128}, {2})));
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code, ErrorCode::unimplemented);
-  EXPECT_EQ(status.error().message,
-            "a thread block cluster is not available on HIP (kernel k sets CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = "
-            "(2,1,1), CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 1)");
+  ASSERT_TRUE(fails_exactly(
+      status, ErrorCode::unimplemented,
+      "a thread block cluster is not available on HIP (kernel k sets CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = "
+      "(2,1,1), CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 1)"));
 }
 
 TEST(HipPlanSupport, KernelCompiledWithClusterDimsIsUnimplemented) {
@@ -547,11 +526,10 @@ TEST_F(HipDriverOnFakeRuntime, AttributeWithoutFallbackReportsTheRuntimeError) {
   fake_.device_attributes.erase(k_hip_cu_count);
   auto driver = make_driver();
   Result<int> count = driver->device_attribute(ids::k_device_multiprocessor_count);
-  ASSERT_FALSE(count.ok());
-  EXPECT_EQ(count.error().code, ErrorCode::invalid_argument);
-  EXPECT_EQ(count.error().message,
-            "hipDeviceGetAttribute: hipErrorInvalidValue (fake error) (hipDeviceAttributeMultiprocessorCount for "
-            "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)");
+  ASSERT_TRUE(fails_exactly(
+      count, ErrorCode::invalid_argument,
+      "hipDeviceGetAttribute: hipErrorInvalidValue (fake error) (hipDeviceAttributeMultiprocessorCount for "
+      "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)"));
 }
 
 TEST_F(HipDriverOnFakeRuntime, AttributesWithoutTranslationAreUnimplemented) {
@@ -559,8 +537,7 @@ TEST_F(HipDriverOnFakeRuntime, AttributesWithoutTranslationAreUnimplemented) {
   for (int attribute : {ids::k_device_cooperative_launch, ids::k_device_max_oversized_shared_memory_per_block,
                         ids::k_device_reserved_shared_memory_per_block}) {
     Result<int> value = driver->device_attribute(attribute);
-    ASSERT_FALSE(value.ok());
-    EXPECT_EQ(value.error().code, ErrorCode::unimplemented) << value.error().message;
+    ASSERT_TRUE(fails_with(value, ErrorCode::unimplemented));
   }
   EXPECT_EQ(*driver->device_attribute(ids::k_device_cluster_launch), 0);
   EXPECT_TRUE(fake_.calls.empty());
@@ -612,9 +589,7 @@ TEST_F(HipDriverOnFakeRuntime, CooperativePlanUsesTheCooperativeLaunch) {
 
   // That call has no packed form.
   Status packed = driver->launch(function, plan_of(config), LaunchArgs{nullptr, args.bytes()}, k_default_stream);
-  ASSERT_FALSE(packed.ok());
-  EXPECT_EQ(packed.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(packed.error().message.find("LaunchArgs::params"), std::string::npos);
+  ASSERT_TRUE(fails_with(packed, ErrorCode::invalid_argument, "LaunchArgs::params"));
   EXPECT_EQ(fake_.calls.size(), 1u);
 }
 
@@ -626,9 +601,7 @@ TEST_F(HipDriverOnFakeRuntime, CooperativeWithoutTheEntryPointIsUnimplemented) {
   LaunchConfig config = shape({4}, {128});
   config.cooperative = true;
   Status status = driver->launch(function, plan_of(config), {}, k_default_stream);
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code, ErrorCode::unimplemented);
-  EXPECT_NE(status.error().message.find("lacks hipModuleLaunchCooperativeKernel"), std::string::npos);
+  ASSERT_TRUE(fails_with(status, ErrorCode::unimplemented, "lacks hipModuleLaunchCooperativeKernel"));
   EXPECT_TRUE(fake_.calls.empty());
 }
 
@@ -636,17 +609,15 @@ TEST_F(HipDriverOnFakeRuntime, UnsupportedPlansAreRefusedBeforeAnyLaunch) {
   auto driver = make_driver();
   const FunctionHandle function = load_kernel(*driver);
   Status cluster = driver->launch(function, plan_of(shape({8}, {128}, {2})), {}, k_default_stream);
-  ASSERT_FALSE(cluster.ok());
-  EXPECT_EQ(cluster.error().code, ErrorCode::unimplemented);
+  ASSERT_TRUE(fails_with(cluster, ErrorCode::unimplemented));
 
   // The oversized mode fails at its function attribute, the first call.
   LaunchConfig config = shape({8}, {128});
   config.dynamic_shared_bytes = 300 * k_kib;
   Status oversized = apply_and_launch(*driver, function, plan_of(config, "cuda:107"), {});
-  ASSERT_FALSE(oversized.ok());
-  EXPECT_EQ(oversized.error().code, ErrorCode::unimplemented);
-  EXPECT_EQ(oversized.error().message,
-            "the oversized shared memory mode is not available on HIP (CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE = 3)");
+  ASSERT_TRUE(fails_exactly(
+      oversized, ErrorCode::unimplemented,
+      "the oversized shared memory mode is not available on HIP (CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE = 3)"));
   EXPECT_TRUE(fake_.calls.empty());
 }
 
@@ -656,8 +627,7 @@ TEST_F(HipDriverOnFakeRuntime, FunctionAttributeIdsMapToHip) {
   EXPECT_EQ(*driver->get_function_attribute(function, ids::k_func_max_threads_per_block), 256);
   EXPECT_EQ(*driver->get_function_attribute(function, ids::k_func_max_dynamic_shared_size_bytes), int(64 * k_kib));
   Result<int> non_portable = driver->get_function_attribute(function, ids::k_func_non_portable_cluster_size_allowed);
-  ASSERT_FALSE(non_portable.ok());
-  EXPECT_EQ(non_portable.error().code, ErrorCode::unimplemented);
+  ASSERT_TRUE(fails_with(non_portable, ErrorCode::unimplemented));
   EXPECT_EQ(driver->set_function_attribute(function, ids::k_func_non_portable_cluster_size_allowed, 1).error().code,
             ErrorCode::unimplemented);
   EXPECT_EQ(fake_.calls,
@@ -671,10 +641,7 @@ TEST_F(HipDriverOnFakeRuntime, OlderRuntimeRejectingModuleFunctionsFallsBackToTh
   const FunctionHandle function = load_kernel(*driver);
   EXPECT_TRUE(driver->set_function_attribute(function, ids::k_func_max_dynamic_shared_size_bytes, 60 * k_kib).ok());
   Status over = driver->set_function_attribute(function, ids::k_func_max_dynamic_shared_size_bytes, 100 * k_kib);
-  ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(over.error().message.find("out of resource: shared memory: 102400 bytes"), std::string::npos)
-      << over.error().message;
+  ASSERT_TRUE(fails_with(over, ErrorCode::invalid_argument, "out of resource: shared memory: 102400 bytes"));
   EXPECT_NE(over.error().message.find("61440"), std::string::npos) << over.error().message;
 }
 
@@ -737,9 +704,8 @@ TEST_F(HipDriverOnFakeRuntime, ErrorsCarryHipNamesAndCodes) {
   fake_.malloc_result = k_hip_error_out_of_memory;
   auto driver = make_driver();
   Result<DevicePtr> buffer = driver->mem_alloc(64);
-  ASSERT_FALSE(buffer.ok());
-  EXPECT_EQ(buffer.error().code, ErrorCode::resource_exhausted);
-  EXPECT_EQ(buffer.error().message, "hipMalloc: hipErrorOutOfMemory (out of memory) (64 bytes)");
+  ASSERT_TRUE(fails_exactly(buffer, ErrorCode::resource_exhausted,
+                            "hipMalloc: hipErrorOutOfMemory (out of memory) (64 bytes)"));
 }
 
 TEST_F(HipDriverOnFakeRuntime, InitFailureIsNoUsableDevice) {
@@ -747,9 +713,8 @@ TEST_F(HipDriverOnFakeRuntime, InitFailureIsNoUsableDevice) {
   auto driver = make_driver();
   for (int i = 0; i < 2; ++i) {
     Status status = driver->available();
-    ASSERT_FALSE(status.ok());
-    EXPECT_EQ(status.error().code, ErrorCode::failed_precondition);
-    EXPECT_EQ(status.error().message, "no usable HIP device: hipInit: hipErrorNoDevice (fake error)");
+    ASSERT_TRUE(fails_exactly(status, ErrorCode::failed_precondition,
+                              "no usable HIP device: hipInit: hipErrorNoDevice (fake error)"));
   }
   EXPECT_EQ(fake_.init_calls, 1);
 }
@@ -759,9 +724,7 @@ TEST_F(HipDriverOnFakeRuntime, DeviceOrdinalBeyondTheCountIsFailedPrecondition) 
   HipDriver driver(
       1, [](const char* symbol) -> void* { return fake_symbols().at(symbol); }, "fake libamdhip64");
   Status status = driver.available();
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code, ErrorCode::failed_precondition);
-  EXPECT_EQ(status.error().message, "no HIP device 1 on this host (1 found)");
+  ASSERT_TRUE(fails_exactly(status, ErrorCode::failed_precondition, "no HIP device 1 on this host (1 found)"));
 }
 
 TEST_F(HipDriverOnFakeRuntime, MissingEntryPointIsNamed) {
@@ -769,9 +732,8 @@ TEST_F(HipDriverOnFakeRuntime, MissingEntryPointIsNamed) {
   fake_.absent.insert("hipGetErrorName");  // optional: not named
   auto driver = make_driver();
   Status status = driver->available();
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code, ErrorCode::failed_precondition);
-  EXPECT_EQ(status.error().message, "the HIP runtime in fake libamdhip64 lacks hipModuleLaunchKernel");
+  ASSERT_TRUE(fails_exactly(status, ErrorCode::failed_precondition,
+                            "the HIP runtime in fake libamdhip64 lacks hipModuleLaunchKernel"));
 }
 
 }  // namespace

@@ -3,28 +3,16 @@
 #include <gtest/gtest.h>
 
 #include "launch/launch_plan.h"
+#include "plan_helpers.h"
+#include "support/fails_with.h"
 
 namespace kjit {
 namespace {
 
-DeviceLimits limits_of(const char* target) {
-  return limits_for_target(*parse_target(target));
-}
-
-KernelInfo kernel() {
-  KernelInfo info;
-  info.name = "k";
-  info.lowered_name = "k";
-  return info;
-}
-
-LaunchConfig shape(Dim3 grid, Dim3 block, Dim3 cluster = {}) {
-  LaunchConfig config;
-  config.grid = grid;
-  config.block = block;
-  config.cluster = cluster;
-  return config;
-}
+using test::fails_with;
+using test::kernel;
+using test::limits_of;
+using test::shape;
 
 bool has_note(const LaunchPlan& plan, std::string_view text) {
   for (const auto& note : plan.notes) {
@@ -45,9 +33,7 @@ TEST(LaunchPlanner, MissingGridAndBlockDimensionsMeanOne) {
 
 TEST(LaunchPlanner, EmptyGridIsError) {
   auto plan = plan_launch(kernel(), limits_of("cuda:90"), shape({}, {32}));
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(plan.error().message.find("grid (0,0,0) has no blocks"), std::string::npos);
+  ASSERT_TRUE(fails_with(plan, ErrorCode::invalid_argument, "grid (0,0,0) has no blocks"));
 }
 
 TEST(LaunchPlanner, BlockOverDeviceMaximumIsError) {

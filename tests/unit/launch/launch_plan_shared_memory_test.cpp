@@ -3,29 +3,26 @@
 #include <gtest/gtest.h>
 
 #include "launch/launch_plan.h"
+#include "plan_helpers.h"
+#include "support/fails_with.h"
 
 namespace kjit {
 namespace {
 
+using test::fails_with;
+using test::limits_of;
+
 constexpr uint32_t k_kib = 1024;
 
-DeviceLimits limits_of(const char* target) {
-  return limits_for_target(*parse_target(target));
-}
-
 KernelInfo kernel(uint32_t static_shared = 0, uint32_t section = 0) {
-  KernelInfo info;
-  info.name = "k";
-  info.lowered_name = "k";
+  KernelInfo info = test::kernel();
   info.static_shared_bytes = static_shared;
   info.shared_section_bytes = section;
   return info;
 }
 
 LaunchConfig with_dynamic(uint32_t bytes) {
-  LaunchConfig config;
-  config.grid = {4};
-  config.block = {128};
+  LaunchConfig config = test::shape({4}, {128});
   config.dynamic_shared_bytes = bytes;
   return config;
 }
@@ -72,8 +69,7 @@ TEST(LaunchPlanner, OptInMaximumItselfIsAccepted) {
 
 TEST(LaunchPlanner, OverOptInOnSm90IsOutOfResourceError) {
   auto plan = plan_launch(kernel(), limits_of("cuda:90"), with_dynamic(230 * k_kib));
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.error().code, ErrorCode::invalid_argument);
+  ASSERT_TRUE(fails_with(plan, ErrorCode::invalid_argument));
   EXPECT_EQ(
       plan.error().message.rfind("out of resource: shared memory: requires 235520 bytes, limit 232448 on sm_90", 0), 0u)
       << plan.error().message;
@@ -134,8 +130,7 @@ TEST(LaunchPlanner, OverOversizedLimitOnSm107IsError) {
   auto at_limit = plan_launch(kernel(), limits_of("cuda:107"), with_dynamic(334848));
   EXPECT_TRUE(at_limit.ok());
   auto plan = plan_launch(kernel(), limits_of("cuda:107"), with_dynamic(334849));
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.error().code, ErrorCode::invalid_argument);
+  ASSERT_TRUE(fails_with(plan, ErrorCode::invalid_argument));
   EXPECT_EQ(
       plan.error().message.rfind("out of resource: shared memory: requires 334849 bytes, limit 334848 on sm_107", 0),
       0u)

@@ -5,6 +5,7 @@
 
 #include "kjit/kernel_args.h"
 #include "launch/recording_driver.h"
+#include "plan_helpers.h"
 
 namespace kjit {
 namespace {
@@ -31,16 +32,12 @@ DeviceLimits sm90() {
 
 TEST(PlanExecutor, SetsFunctionAttributesThenLaunchesWithAllLaunchAttributes) {
   Loaded loaded;
-  LaunchConfig config;
-  config.grid = {8};
-  config.block = {128};
-  config.cluster = {2};
+  LaunchConfig config = test::shape({8}, {128}, {2});
   config.dynamic_shared_bytes = 100 * 1024;
   config.programmatic_dependent_launch = true;
-  auto plan = plan_launch(vector_add(), sm90(), config);
-  ASSERT_TRUE(plan.ok());
+  const LaunchPlan plan = test::plan_of(config, "cuda:90", vector_add());
   KernelArgs args{KernelArg::pointer(0x10000), KernelArg::i32(3)};
-  ASSERT_TRUE(apply_and_launch(loaded.driver, loaded.function, *plan, {args.params(), {}}).ok());
+  ASSERT_TRUE(apply_and_launch(loaded.driver, loaded.function, plan, {args.params(), {}}).ok());
   EXPECT_EQ(loaded.driver.calls(),
             (std::vector<std::string>{
                 "cuModuleLoadData(64 bytes) -> mod#1",
@@ -55,15 +52,12 @@ TEST(PlanExecutor, SetsFunctionAttributesThenLaunchesWithAllLaunchAttributes) {
 
 TEST(PlanExecutor, OversizedLaunchSetsModeBeforeSize) {
   Loaded loaded;
-  LaunchConfig config;
-  config.grid = {1};
-  config.block = {128};
+  LaunchConfig config = test::shape({1}, {128});
   config.dynamic_shared_bytes = 300 * 1024;
-  auto plan = plan_launch(vector_add(), limits_for_target(*parse_target("cuda:107")), config);
-  ASSERT_TRUE(plan.ok());
+  const LaunchPlan plan = test::plan_of(config, "cuda:107", vector_add());
   loaded.driver.clear_calls();
   KernelArgs args{KernelArg::f32(1.5f)};
-  ASSERT_TRUE(apply_and_launch(loaded.driver, loaded.function, *plan, {nullptr, args.bytes()}).ok());
+  ASSERT_TRUE(apply_and_launch(loaded.driver, loaded.function, plan, {nullptr, args.bytes()}).ok());
   EXPECT_EQ(loaded.driver.calls(),
             (std::vector<std::string>{
                 "cuFuncSetAttribute(fn#2, CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE, 3)",
@@ -76,16 +70,13 @@ TEST(PlanExecutor, OversizedLaunchSetsModeBeforeSize) {
 
 TEST(PlanExecutor, FailedAttributeStopsBeforeLaunch) {
   Loaded loaded;
-  LaunchConfig config;
-  config.grid = {1};
-  config.block = {128};
+  LaunchConfig config = test::shape({1}, {128});
   config.dynamic_shared_bytes = 64 * 1024;
-  auto plan = plan_launch(vector_add(), sm90(), config);
-  ASSERT_TRUE(plan.ok());
+  const LaunchPlan plan = test::plan_of(config, "cuda:90", vector_add());
   loaded.driver.clear_calls();
   loaded.driver.fail_next("cuFuncSetAttribute",
                           make_error(ErrorCode::invalid_argument, "cuFuncSetAttribute: CUDA_ERROR_INVALID_VALUE"));
-  Status status = apply_and_launch(loaded.driver, loaded.function, *plan, {});
+  Status status = apply_and_launch(loaded.driver, loaded.function, plan, {});
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().message,
             "setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 65536: cuFuncSetAttribute: "
@@ -98,9 +89,7 @@ TEST(PlanExecutor, FailedAttributeStopsBeforeLaunch) {
 TEST(PlanExecutor, PlanErrorMakesNoDriverCall) {
   Loaded loaded;
   loaded.driver.clear_calls();
-  LaunchConfig config;
-  config.grid = {1};
-  config.block = {128};
+  LaunchConfig config = test::shape({1}, {128});
   config.dynamic_shared_bytes = 230 * 1024;
   auto plan = plan_and_launch(loaded.driver, loaded.function, vector_add(), sm90(), config, {});
   ASSERT_FALSE(plan.ok());
@@ -116,9 +105,7 @@ TEST(PlanExecutor, CooperativeOnDeviceIsCheckedAgainstOccupancyBeforeLaunch) {
   limits.from_device = true;
   limits.sm_count = 4;
   limits.max_resident_blocks_per_sm = 32;  // the hardware maximum: would allow 128 blocks
-  LaunchConfig config;
-  config.grid = {9};
-  config.block = {256};
+  LaunchConfig config = test::shape({9}, {256});
   config.cooperative = true;
   auto plan = plan_and_launch(loaded.driver, loaded.function, vector_add(), limits, config, {});
   ASSERT_FALSE(plan.ok());
@@ -149,9 +136,7 @@ TEST(PlanExecutor, FullLaunchSequenceIsRecordedInOrder) {
   auto start = driver.event_create();
   auto stop = driver.event_create();
   ASSERT_TRUE(stream.ok() && start.ok() && stop.ok());
-  LaunchConfig config;
-  config.grid = {1};
-  config.block = {4};
+  LaunchConfig config = test::shape({1}, {4});
   KernelArgs args{KernelArg::pointer(*buffer), KernelArg::i32(4)};
   ASSERT_TRUE(driver.event_record(*start, *stream).ok());
   ASSERT_TRUE(

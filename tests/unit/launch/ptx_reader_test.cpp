@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "launch/launch_plan.h"
+#include "support/fails_with.h"
 
 namespace kjit {
 namespace {
+
+using test::fails_with;
 
 std::string module_text(std::string_view target, std::string_view body) {
   return ".version 9.0\n.target " + std::string(target) + "\n.address_size 64\n" + std::string(body);
@@ -215,9 +218,7 @@ TEST(PtxReader, FunctionPrototypesAndGlobalsAreSkipped) {
 
 TEST(PtxReader, RejectsTextThatIsNotPtx) {
   auto module = read_ptx("int main() { return 0; }");
-  ASSERT_FALSE(module.ok());
-  EXPECT_EQ(module.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(module.error().message.find("no .version"), std::string::npos);
+  ASSERT_TRUE(fails_with(module, ErrorCode::invalid_argument, "no .version"));
 }
 
 TEST(PtxReader, MalformedDeclarationNamesTheLine) {

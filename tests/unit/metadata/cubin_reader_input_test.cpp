@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <ostream>
 #include <random>
 #include <string>
 
@@ -68,26 +69,39 @@ TEST(CubinReaderInput, UnknownAttributesAreSkipped) {
   EXPECT_EQ(result->kernels[0].param_bytes, 8u);
 }
 
-TEST(CubinReaderInput, SmComesFromBits8To15InAbiVersion8) {
-  SyntheticCubin cubin;
-  cubin.header(190, 0x06007802, 8);
-  cubin.add_kernel("k");
-  auto result = read_cubin(cubin.build());
-  ASSERT_TRUE(result.ok()) << result.error().message;
-  EXPECT_EQ(result->sm, 120u);
-  EXPECT_FALSE(result->arch_specific);
+// Where e_flags holds the SM, by ELF ABI version.
+struct SmLayout {
+  const char* name;
+  uint32_t e_flags;
+  uint8_t abi_version;
+  uint32_t sm;
+  bool arch_specific;
+};
+
+void PrintTo(const SmLayout& layout, std::ostream* os) {
+  *os << layout.name;
 }
 
-TEST(CubinReaderInput, SmComesFromTheLowByteInAbiVersion7) {
+constexpr SmLayout k_sm_layouts[] = {
+    {"SmComesFromBits8To15InAbiVersion8", 0x06007802, 8, 120, false},
+    // SM in the low byte and the "a" bit at 0x800, as CUDA 12 laid them out.
+    {"SmComesFromTheLowByteInAbiVersion7", 0x00000500 | 0x800 | 90, 7, 90, true},
+};
+
+class CubinReaderSm : public ::testing::TestWithParam<SmLayout> {};
+
+TEST_P(CubinReaderSm, ReadsTheSmAndArchSpecificBitFromTheHeader) {
   SyntheticCubin cubin;
-  // SM in the low byte and the "a" bit at 0x800, as CUDA 12 laid them out.
-  cubin.header(190, 0x00000500 | 0x800 | 90, 7);
+  cubin.header(190, GetParam().e_flags, GetParam().abi_version);
   cubin.add_kernel("k");
   auto result = read_cubin(cubin.build());
   ASSERT_TRUE(result.ok()) << result.error().message;
-  EXPECT_EQ(result->sm, 90u);
-  EXPECT_TRUE(result->arch_specific);
+  EXPECT_EQ(result->sm, GetParam().sm);
+  EXPECT_EQ(result->arch_specific, GetParam().arch_specific);
 }
+
+INSTANTIATE_TEST_SUITE_P(CubinReaderInput, CubinReaderSm, ::testing::ValuesIn(k_sm_layouts),
+                         [](const ::testing::TestParamInfo<SmLayout>& info) { return std::string(info.param.name); });
 
 TEST(CubinReaderInput, CompatRecordMarksArchSpecificBuild) {
   SyntheticCubin cubin;

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "support/toolkit_log.h"
+
 // nvJitLink 13.0 leaks a few KiB per link inside nvJitLinkAddData (seen with
 // LeakSanitizer; every handle here is destroyed). Not ours to fix: tell LSan.
 extern "C" const char* __lsan_default_suppressions() {
@@ -28,30 +30,15 @@ std::string virtual_arch_of(std::string_view arch) {
 }
 
 std::string nvrtc_log(nvrtcProgram program) {
-  size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0) return {};
-  std::string log(size, '\0');
-  nvrtcGetProgramLog(program, log.data());
-  log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
-  return log;
+  return test::toolkit_log(program, NVRTC_SUCCESS, nvrtcGetProgramLogSize, nvrtcGetProgramLog);
 }
 
 std::string link_info_log(nvJitLinkHandle handle) {
-  size_t size = 0;
-  if (nvJitLinkGetInfoLogSize(handle, &size) != NVJITLINK_SUCCESS || size == 0) return {};
-  std::string log(size, '\0');
-  nvJitLinkGetInfoLog(handle, log.data());
-  log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
-  return log;
+  return test::toolkit_log(handle, NVJITLINK_SUCCESS, nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog);
 }
 
 std::string link_error_log(nvJitLinkHandle handle) {
-  size_t size = 0;
-  if (nvJitLinkGetErrorLogSize(handle, &size) != NVJITLINK_SUCCESS || size == 0) return {};
-  std::string log(size, '\0');
-  nvJitLinkGetErrorLog(handle, log.data());
-  log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
-  return log;
+  return test::toolkit_log(handle, NVJITLINK_SUCCESS, nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog);
 }
 
 // Fills out.cubin, out.link_log and out.ptxas from one PTX input.

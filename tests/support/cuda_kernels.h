@@ -1,4 +1,4 @@
-// CUDA C++ sources the integration tests compile.
+// CUDA C++ kernels the tests compile, and the benchmarks (vector_add).
 #pragma once
 
 namespace kjit::test {

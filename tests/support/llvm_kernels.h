@@ -1,19 +1,27 @@
-// LLVM IR kernels the pipeline tests compile, and the request for one.
+// LLVM IR kernels the tests compile, the request for one, and the pieces
+// of an NVPTX module the benchmarks' kernels share.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 #include "kjit/client.h"
 
 namespace kjit::test {
 
-inline constexpr const char* k_llvm_vadd = R"(target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-target triple = "nvptx64-nvidia-cuda"
+// The first lines of every NVPTX module here.
+inline constexpr const char* k_nvptx_header =
+    "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"
+    "target triple = \"nvptx64-nvidia-cuda\"\n\n";
 
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+// The declarations of the special registers a kernel reads ("tid.x", ...).
+inline std::string special_registers(std::initializer_list<const char*> names) {
+  std::string declarations;
+  for (const char* name : names) declarations += "declare i32 @llvm.nvvm.read.ptx.sreg." + std::string(name) + "()\n";
+  return declarations;
+}
 
+inline const std::string k_llvm_vadd = k_nvptx_header + special_registers({"tid.x", "ctaid.x", "ntid.x"}) + R"(
 define ptx_kernel void @vadd(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c, i32 %n) {
 entry:
   %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
