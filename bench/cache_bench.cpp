@@ -967,7 +967,7 @@ Status print_breakdown(const RunState& run) {
   std::printf(
       "(decode_entry = checksum + parse metadata + the fields moved out of it + a copy of the payload;\n"
       " DiskStore::get = read file + decode_entry; LocalCache::get = DiskStore::get + moves. The daemon's\n"
-      " front end copies the Artifact once per hit of any tier, CompileFrontend::compile)\n");
+      " front end copies the Artifact once per hit of any tier, CachedCompiler::compile)\n");
   return Ok{};
 }
 

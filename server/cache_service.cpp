@@ -14,10 +14,10 @@ Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk c
 
 }  // namespace
 
-CacheService::CacheService(std::shared_ptr<const CompileFrontend> frontend) : frontend_(std::move(frontend)) {}
+CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler) : compiler_(std::move(compiler)) {}
 
 grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRequest*, v1::StatsResponse* response) {
-  CompileCache* cache = frontend_->cache();
+  DaemonCache* cache = compiler_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
   TieredCacheStats stats = cache->tiers->stats();
   for (const TierStats& tier : stats.tiers) {
@@ -37,7 +37,7 @@ grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRe
   response->set_lookups(stats.lookups);
   response->set_misses(stats.misses);
   response->set_compile_ms_saved(stats.compile_ms_saved);
-  CompileOnceStats once = cache->once->stats();
+  CoalescerStats once = cache->once->stats();
   response->set_compiles(once.compiles);
   response->set_joined(once.joined);
   response->set_fleet_waits(once.fleet_waits);
@@ -46,7 +46,7 @@ grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRe
 }
 
 grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequest* request, v1::ListResponse* response) {
-  CompileCache* cache = frontend_->cache();
+  DaemonCache* cache = compiler_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
   if (!cache->disk) return to_grpc_status(disk_off(), *context);
   Result<std::vector<StoredKey>> keys = cache->disk->list();
@@ -63,7 +63,7 @@ grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequ
 }
 
 grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::RemoveRequest* request, v1::RemoveResponse*) {
-  CompileCache* cache = frontend_->cache();
+  DaemonCache* cache = compiler_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
   if (Status spelled = check_key_spelling(request->key()); !spelled) return to_grpc_status(spelled.error(), *context);
   cache->tiers->remove(request->key());
@@ -71,7 +71,7 @@ grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::Remove
 }
 
 grpc::Status CacheService::Gc(grpc::ServerContext* context, const v1::GcRequest* request, v1::GcResponse* response) {
-  CompileCache* cache = frontend_->cache();
+  DaemonCache* cache = compiler_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
   if (!cache->disk) return to_grpc_status(disk_off(), *context);
   Result<DiskStore::GcReport> report = cache->disk->gc(request->max_bytes());
@@ -84,7 +84,7 @@ grpc::Status CacheService::Gc(grpc::ServerContext* context, const v1::GcRequest*
 }
 
 grpc::Status CacheService::Verify(grpc::ServerContext* context, const v1::VerifyRequest*, v1::VerifyResponse* response) {
-  CompileCache* cache = frontend_->cache();
+  DaemonCache* cache = compiler_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
   if (!cache->disk) return to_grpc_status(disk_off(), *context);
   Result<DiskStore::VerifyReport> report = cache->disk->verify();
@@ -96,13 +96,13 @@ grpc::Status CacheService::Verify(grpc::ServerContext* context, const v1::Verify
 
 Result<CacheKey> CacheService::key_of(const v1::ExplainSide& side) const {
   if (side.has_request()) {
-    Result<CompileJob> job = to_compile_job(side.request(), frontend_->config());
+    Result<CompileJob> job = to_compile_job(side.request(), compiler_->config());
     if (!job) return job.error();
-    return frontend_->pipeline().key(*job);
+    return compiler_->pipeline().key(*job);
   }
   const std::string& key = side.key();
   if (Status spelled = check_key_spelling(key); !spelled) return spelled.error();
-  CompileCache* cache = frontend_->cache();
+  DaemonCache* cache = compiler_->cache();
   if (!cache) return cache_off();
   std::optional<CacheHit> hit = cache->tiers->get(key);
   if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key " + key);

@@ -4,14 +4,14 @@
 
 #include <memory>
 
-#include "server/compile_frontend.h"
+#include "server/cached_compiler.h"
 #include "kjit/v1/cache.grpc.pb.h"
 
 namespace kjit {
 
 class CacheService final : public v1::Cache::Service {
  public:
-  explicit CacheService(std::shared_ptr<const CompileFrontend> frontend);
+  explicit CacheService(std::shared_ptr<const CachedCompiler> compiler);
 
   grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest*, v1::StatsResponse*) override;
   grpc::Status List(grpc::ServerContext*, const v1::ListRequest*, v1::ListResponse*) override;
@@ -22,7 +22,7 @@ class CacheService final : public v1::Cache::Service {
 
  private:
   Result<CacheKey> key_of(const v1::ExplainSide& side) const;
-  std::shared_ptr<const CompileFrontend> frontend_;
+  std::shared_ptr<const CachedCompiler> compiler_;
 };
 
 }  // namespace kjit

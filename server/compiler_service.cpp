@@ -12,7 +12,7 @@
 namespace kjit {
 namespace {
 
-using Clock = CompileFrontend::Clock;
+using Clock = CachedCompiler::Clock;
 
 // Fills the response (or the error status) and finishes the call.
 void finish_compile(grpc::CallbackServerContext& context, grpc::ServerUnaryReactor& reactor, const CompileJob& job,
@@ -35,26 +35,26 @@ void finish_compile(grpc::CallbackServerContext& context, grpc::ServerUnaryReact
 
 }  // namespace
 
-CompilerService::CompilerService(std::shared_ptr<const CompileFrontend> frontend,
+CompilerService::CompilerService(std::shared_ptr<const CachedCompiler> compiler,
                                  std::shared_ptr<ElasticThreadPool> blocking_work)
-    : frontend_(std::move(frontend)), blocking_work_(std::move(blocking_work)) {}
+    : compiler_(std::move(compiler)), blocking_work_(std::move(blocking_work)) {}
 
 grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* context,
                                                    const v1::CompileRequest* request, v1::CompileResponse* response) {
   const Clock::time_point received = Clock::now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Result<CompileJob> job = to_compile_job(*request, frontend_->config());
+  Result<CompileJob> job = to_compile_job(*request, compiler_->config());
   if (!job) {
     spdlog::info("compile refused from {}: {}", context->peer(), job.error().message);
     reactor->Finish(to_grpc_status(job.error(), *context));
     return reactor;
   }
-  Result<PlanMemo::PlanPtr> plan = frontend_->plan(*job);
+  Result<PlanMemo::PlanPtr> plan = compiler_->plan(*job);
   if (!plan) {
     finish_compile(*context, *reactor, *job, plan.error(), *response, received);
     return reactor;
   }
-  if (std::optional<CompileOutcome> hit = frontend_->memory_hit(**plan, received)) {
+  if (std::optional<CompileOutcome> hit = compiler_->memory_hit(**plan, received)) {
     finish_compile(*context, *reactor, *job, std::move(*hit), *response, received);
     return reactor;
   }
@@ -62,7 +62,7 @@ grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* 
   // moved into the task, which owns them.
   blocking_work_->submit([this, context, reactor, response, received, job = std::move(*job),
                           plan = std::move(*plan)] {
-    finish_compile(*context, *reactor, job, frontend_->compile(job, *plan, received), *response, received);
+    finish_compile(*context, *reactor, job, compiler_->compile(job, *plan, received), *response, received);
   });
   return reactor;
 }
@@ -80,7 +80,7 @@ grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServer
   if (!request->target().empty()) {
     if (Result<Target> target = parse_target(request->target()); !target) return fail(target.error());
   }
-  const CompilePipeline& pipelines = frontend_->pipeline();
+  const CompilePipeline& pipelines = compiler_->pipeline();
   Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline());
   if (!pipeline) return fail(pipeline.error());
   response->set_name(pipeline->name);

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "server/compile_frontend.h"
+#include "server/cached_compiler.h"
 #include "server/daemon_config.h"
 #include "server/elastic_thread_pool.h"
 #include "kjit/v1/compiler.grpc.pb.h"
@@ -20,7 +20,7 @@ class CompilerService final : public v1::Compiler::CallbackService {
  public:
   // `blocking_work` must outlive every call: the daemon destroys it after
   // the server has shut down.
-  CompilerService(std::shared_ptr<const CompileFrontend> frontend, std::shared_ptr<ElasticThreadPool> blocking_work);
+  CompilerService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<ElasticThreadPool> blocking_work);
 
   grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* context, const v1::CompileRequest* request,
                                     v1::CompileResponse* response) override;
@@ -29,7 +29,7 @@ class CompilerService final : public v1::Compiler::CallbackService {
                                              v1::DescribePipelineResponse* response) override;
 
  private:
-  std::shared_ptr<const CompileFrontend> frontend_;
+  std::shared_ptr<const CachedCompiler> compiler_;
   std::shared_ptr<ElasticThreadPool> blocking_work_;
 };
 

@@ -100,16 +100,16 @@ Status Daemon::start() {
     confinement_ = "none: compiles run inside the daemon's process (compile_workers = 0), unconfined";
     spdlog::warn("{}", confinement_);
   }
-  auto frontend = std::make_shared<const CompileFrontend>(config_, std::move(pipeline.value()),
-                                                          open_compile_cache(config_.cache), workers_);
+  auto compiler = std::make_shared<const CachedCompiler>(config_, std::move(pipeline.value()),
+                                                          open_daemon_cache(config_.cache), workers_);
   blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
-  compiler_service_ = std::make_unique<CompilerService>(frontend, blocking_work_);
+  compiler_service_ = std::make_unique<CompilerService>(compiler, blocking_work_);
   // The driver is looked for, never required: without it Launch answers
   // FAILED_PRECONDITION and everything else works.
   auto driver = std::make_shared<CudaDriver>(config_.device);
   if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
-  launch_service_ = std::make_unique<LaunchService>(frontend, driver);
-  cache_service_ = std::make_unique<CacheService>(frontend);
+  launch_service_ = std::make_unique<LaunchService>(compiler, driver);
+  cache_service_ = std::make_unique<CacheService>(compiler);
   diagnostics_service_ = std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_}, workers_);
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -43,20 +43,20 @@ Error not_found_kernel(const std::string& name, const Artifact& artifact) {
 
 }  // namespace
 
-LaunchService::LaunchService(std::shared_ptr<const CompileFrontend> frontend, std::shared_ptr<DriverBinding> driver)
-    : frontend_(std::move(frontend)), driver_(std::move(driver)) {}
+LaunchService::LaunchService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<DriverBinding> driver)
+    : compiler_(std::move(compiler)), driver_(std::move(driver)) {}
 
 Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSource& source) const {
   if (source.kernel().empty()) return make_error(ErrorCode::invalid_argument, "the kernel to launch is not named");
   ResolvedKernel resolved;
   if (source.has_compile()) {
-    Result<CompileJob> job = to_compile_job(source.compile(), frontend_->config());
+    Result<CompileJob> job = to_compile_job(source.compile(), compiler_->config());
     if (!job) return job.error();
-    Result<CompileOutcome> outcome = frontend_->compile(*job);
+    Result<CompileOutcome> outcome = compiler_->compile(*job);
     if (!outcome) return outcome.error();
     resolved.artifact = std::move(outcome->artifact);
   } else {
-    CompileCache* cache = frontend_->cache();
+    DaemonCache* cache = compiler_->cache();
     if (!cache) return make_error(ErrorCode::failed_precondition, "naming a kernel by cache key needs the compile cache, which is off");
     if (Status spelled = check_key_spelling(source.key()); !spelled) return spelled.error();
     std::optional<CacheHit> hit = cache->tiers->get(source.key());
@@ -128,10 +128,10 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
   uint64_t total = 0;
   for (const v1::LaunchArgument& arg : request->args())
     if (arg.has_buffer()) total += std::max<uint64_t>(arg.buffer().size(), arg.buffer().data().size());
-  if (total > frontend_->config().max_launch_bytes) {
+  if (total > compiler_->config().max_launch_bytes) {
     return to_grpc_status(make_error(ErrorCode::resource_exhausted,
                                      "launch buffers total " + std::to_string(total) + " bytes; the daemon's limit is " +
-                                         std::to_string(frontend_->config().max_launch_bytes) +
+                                         std::to_string(compiler_->config().max_launch_bytes) +
                                          " (limits.max_launch_bytes)"),
                           *context);
   }

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <optional>
 
-#include "server/compile_frontend.h"
+#include "server/cached_compiler.h"
 #include "kjit/v1/launch.grpc.pb.h"
 #include "launch/device_limits.h"
 #include "launch/driver_binding.h"
@@ -16,7 +16,7 @@ namespace kjit {
 
 class LaunchService final : public v1::Launcher::Service {
  public:
-  LaunchService(std::shared_ptr<const CompileFrontend> frontend, std::shared_ptr<DriverBinding> driver);
+  LaunchService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<DriverBinding> driver);
 
   grpc::Status PlanLaunch(grpc::ServerContext* context, const v1::PlanLaunchRequest* request,
                           v1::PlanLaunchResponse* response) override;
@@ -35,7 +35,7 @@ class LaunchService final : public v1::Launcher::Service {
   // The device's limits when a driver is there, else the target table's.
   DeviceLimits limits_for(const Target& target, bool& from_device);
 
-  std::shared_ptr<const CompileFrontend> frontend_;
+  std::shared_ptr<const CachedCompiler> compiler_;
   std::shared_ptr<DriverBinding> driver_;
   std::mutex device_mutex_;  // one launch at a time on the daemon's GPU
   std::optional<DeviceLimits> device_limits_;

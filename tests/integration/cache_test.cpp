@@ -87,7 +87,7 @@ TEST_F(CacheTest, ASecondDaemonSharingRedisGetsARedisHit) {
   EXPECT_EQ(again->cache, "memory");  // the redis hit filled the tiers above
 }
 
-TEST_F(CacheTest, ThirtyTwoConcurrentIdenticalRequestsCompileOnce) {
+TEST_F(CacheTest, ThirtyTwoConcurrentIdenticalRequestsCompileCoalescer) {
   TestDaemon daemon(cache_args("disk"));
   std::vector<std::future<Result<CompileResult>>> futures;
   for (int i = 0; i < 32; ++i)

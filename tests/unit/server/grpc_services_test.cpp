@@ -41,12 +41,12 @@ constexpr const char* k_confinement = "none: unit test, compiles in the process"
 class InProcessDaemon {
  public:
   InProcessDaemon(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
-                  std::shared_ptr<CompileCache> cache)
-      : frontend_(std::make_shared<const CompileFrontend>(config, std::move(pipeline), std::move(cache))),
+                  std::shared_ptr<DaemonCache> cache)
+      : cached_compiler_(std::make_shared<const CachedCompiler>(config, std::move(pipeline), std::move(cache))),
         blocking_work_(std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{})),
-        compiler_(frontend_, blocking_work_),
-        launcher_(frontend_, nullptr),
-        cache_(frontend_),
+        compiler_(cached_compiler_, blocking_work_),
+        launcher_(cached_compiler_, nullptr),
+        cache_(cached_compiler_),
         diagnostics_(DiagnosticsService::Facts{config, k_confinement}, nullptr) {
     grpc::ServerBuilder builder;  // no listening port: reachable in the process only
     builder.RegisterService(&compiler_);
@@ -70,14 +70,14 @@ class InProcessDaemon {
     server_.reset();
   }
 
-  const CompileFrontend& frontend() const { return *frontend_; }
+  const CachedCompiler& cached_compiler() const { return *cached_compiler_; }
   v1::Compiler::Stub& compiler() { return *compiler_stub_; }
   v1::Launcher::Stub& launcher() { return *launcher_stub_; }
   v1::Cache::Stub& cache() { return *cache_stub_; }
   v1::Diagnostics::Stub& diagnostics() { return *diagnostics_stub_; }
 
  private:
-  std::shared_ptr<const CompileFrontend> frontend_;
+  std::shared_ptr<const CachedCompiler> cached_compiler_;
   std::shared_ptr<ElasticThreadPool> blocking_work_;
   CompilerService compiler_;
   LaunchService launcher_;
@@ -116,11 +116,11 @@ class GrpcServicesTest : public ::testing::Test {
     pipeline_ = test::fake_pipeline();
     ASSERT_NE(pipeline_, nullptr);
   }
-  std::unique_ptr<InProcessDaemon> daemon(std::shared_ptr<CompileCache> cache, DaemonConfig config = test::test_config()) {
+  std::unique_ptr<InProcessDaemon> daemon(std::shared_ptr<DaemonCache> cache, DaemonConfig config = test::test_config()) {
     return std::make_unique<InProcessDaemon>(std::move(config), pipeline_, std::move(cache));
   }
   std::unique_ptr<InProcessDaemon> daemon_with_memory_cache() {
-    auto cache = open_compile_cache(test::cache_config());
+    auto cache = open_daemon_cache(test::cache_config());
     EXPECT_NE(cache, nullptr);
     return daemon(std::move(cache));
   }
@@ -362,7 +362,7 @@ class CacheServiceTest : public GrpcServicesTest {
  protected:
   void SetUp() override {
     GrpcServicesTest::SetUp();
-    auto cache = open_compile_cache(test::cache_config(dir_.path()));
+    auto cache = open_daemon_cache(test::cache_config(dir_.path()));
     ASSERT_NE(cache, nullptr);
     ASSERT_NE(cache->disk, nullptr);
     d_ = daemon(std::move(cache));
@@ -590,7 +590,7 @@ TEST_F(GrpcServicesTest, GetStatusReportsTheDaemonsBoundsAndConfinement) {
   config.compile_bounds.open_files = 99;
   config.compile_bounds.output_bytes = 5ull << 20;
   config.compile_timeout_s = 42;
-  auto d = daemon(open_compile_cache(test::cache_config()), config);
+  auto d = daemon(open_daemon_cache(test::cache_config()), config);
   v1::GetStatusResponse response;
   auto ctx = context();
   grpc::Status status = d->diagnostics().GetStatus(ctx.get(), v1::GetStatusRequest(), &response);

@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "server/compile_cache.h"
-#include "server/compile_frontend.h"
+#include "server/daemon_cache.h"
+#include "server/cached_compiler.h"
 #include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 

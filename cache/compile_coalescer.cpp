@@ -1,6 +1,6 @@
 // Cache lookup, in-process single flight and the fleet's lease, in that
-// order (see compile_once.h).
-#include "compile_once.h"
+// order (see compile_coalescer.h).
+#include "compile_coalescer.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -86,20 +86,20 @@ class LeaseRenewal {
 
 }  // namespace
 
-CompileOnce::CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<LeaseStore> leases, Options options)
+CompileCoalescer::CompileCoalescer(std::shared_ptr<TieredCache> cache, std::shared_ptr<LeaseStore> leases, Options options)
     : cache_(std::move(cache)), leases_(std::move(leases)), options_(std::move(options)) {
   if (options_.owner.empty()) options_.owner = default_owner();
   if (options_.lease_renew_interval <= std::chrono::milliseconds::zero())
     options_.lease_renew_interval = std::max(options_.lease_ttl / 3, std::chrono::milliseconds(1));
 }
 
-std::optional<CacheOutcome> CompileOnce::lookup(const std::string& key, bool waited) {
+std::optional<CacheOutcome> CompileCoalescer::lookup(const std::string& key, bool waited) {
   std::optional<CacheHit> hit = cache_->get(key);
   if (!hit) return std::nullopt;
   return CacheOutcome{std::move(hit->entry), hit->tier, waited};
 }
 
-Result<CacheOutcome> CompileOnce::get_or_compile(const std::string& key, const Compile& compile) {
+Result<CacheOutcome> CompileCoalescer::get_or_compile(const std::string& key, const Compile& compile) {
   if (std::optional<CacheOutcome> hit = lookup(key, false)) return *std::move(hit);
   SingleFlight<Result<CacheOutcome>>::Outcome flight = flights_.run(key, [&] { return lead(key, compile); });
   if (flight.shared && flight.value) {
@@ -111,7 +111,7 @@ Result<CacheOutcome> CompileOnce::get_or_compile(const std::string& key, const C
   return std::move(flight.value);
 }
 
-Result<CacheOutcome> CompileOnce::lead(const std::string& key, const Compile& compile) {
+Result<CacheOutcome> CompileCoalescer::lead(const std::string& key, const Compile& compile) {
   // A previous leader may have published between this caller's miss and its
   // turn; without this check that gap costs a second compile.
   if (std::shared_ptr<const CacheEntry> entry = cache_->peek_memory(key))
@@ -160,7 +160,7 @@ Result<CacheOutcome> CompileOnce::lead(const std::string& key, const Compile& co
   }
 }
 
-Result<CacheOutcome> CompileOnce::compile_holding_lease(const std::string& key, const std::string& owner,
+Result<CacheOutcome> CompileCoalescer::compile_holding_lease(const std::string& key, const std::string& owner,
                                                         const Compile& compile, bool waited) {
   // Renewed for as long as this function runs, however long the compile
   // takes; stopped on return, before the caller releases the lease.
@@ -177,7 +177,7 @@ Result<CacheOutcome> CompileOnce::compile_holding_lease(const std::string& key, 
   return compile_and_put(key, compile);
 }
 
-Result<CacheOutcome> CompileOnce::compile_and_put(const std::string& key, const Compile& compile) {
+Result<CacheOutcome> CompileCoalescer::compile_and_put(const std::string& key, const Compile& compile) {
   ++compiles_;
   const Clock::time_point start = Clock::now();
   Result<CacheEntry> compiled = compile();
@@ -189,8 +189,8 @@ Result<CacheOutcome> CompileOnce::compile_and_put(const std::string& key, const 
   return CacheOutcome{cache_->put(std::move(entry)), CacheSource::compiled, false};
 }
 
-CompileOnceStats CompileOnce::stats() const {
-  return CompileOnceStats{compiles_, joined_, fleet_waits_, lease_timeouts_};
+CoalescerStats CompileCoalescer::stats() const {
+  return CoalescerStats{compiles_, joined_, fleet_waits_, lease_timeouts_};
 }
 
 }  // namespace kjit

@@ -1,4 +1,4 @@
-// CompileFrontend in the process, no socket and no daemon: a real
+// CachedCompiler in the process, no socket and no daemon: a real
 // CompilePipeline whose "fake" pipeline runs the fake-stamp pass (no
 // toolchain) and a real compile cache. A first request compiles and the next
 // is a memory hit; equal jobs share one plan; concurrent identical requests
@@ -28,18 +28,18 @@ bool is_key_hex(const std::string& key) {
   return key.size() == 64 && key.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-class CompileFrontendTest : public ::testing::Test {
+class CachedCompilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     pipeline_ = test::fake_pipeline();
     ASSERT_NE(pipeline_, nullptr);
   }
 
-  std::shared_ptr<const CompileFrontend> frontend(std::shared_ptr<CompileCache> cache) const {
-    return std::make_shared<const CompileFrontend>(test::test_config(), pipeline_, std::move(cache));
+  std::shared_ptr<const CachedCompiler> compiler(std::shared_ptr<DaemonCache> cache) const {
+    return std::make_shared<const CachedCompiler>(test::test_config(), pipeline_, std::move(cache));
   }
-  static std::shared_ptr<CompileCache> memory_cache() {
-    auto cache = open_compile_cache(test::cache_config());
+  static std::shared_ptr<DaemonCache> memory_cache() {
+    auto cache = open_daemon_cache(test::cache_config());
     EXPECT_NE(cache, nullptr);
     return cache;
   }
@@ -48,7 +48,7 @@ class CompileFrontendTest : public ::testing::Test {
   // gate, releasing it once every thread has called compile() and the one
   // compile that may run is waiting at the gate. Single flight means no
   // other compile of the key can start meanwhile: checked before release.
-  std::vector<Result<CompileOutcome>> compile_concurrently(const CompileFrontend& frontend, const CompileJob& job,
+  std::vector<Result<CompileOutcome>> compile_concurrently(const CachedCompiler& compiler, const CompileJob& job,
                                                            int threads) {
     passes_.hold();
     std::atomic<int> entered{0};
@@ -57,7 +57,7 @@ class CompileFrontendTest : public ::testing::Test {
     for (int i = 0; i < threads; ++i) {
       workers.emplace_back([&, i] {
         ++entered;
-        results[i].emplace(frontend.compile(job));
+        results[i].emplace(compiler.compile(job));
       });
     }
     EXPECT_TRUE(passes_.wait_blocked(1)) << "no compile reached the pass";
@@ -77,8 +77,8 @@ class CompileFrontendTest : public ::testing::Test {
   FakePasses passes_;
 };
 
-TEST_F(CompileFrontendTest, AFirstRequestCompilesAndTheSecondIsAMemoryHitUnderTheSameKey) {
-  auto front = frontend(memory_cache());
+TEST_F(CachedCompilerTest, AFirstRequestCompilesAndTheSecondIsAMemoryHitUnderTheSameKey) {
+  auto front = compiler(memory_cache());
   const CompileJob job = fake_job();
   const int before = passes_.calls();
 
@@ -112,17 +112,17 @@ TEST_F(CompileFrontendTest, AFirstRequestCompilesAndTheSecondIsAMemoryHitUnderTh
   Result<PlanMemo::PlanPtr> plan = front->plan(job);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ((*plan)->key.hex, artifact.key);
-  std::optional<CompileOutcome> hit = front->memory_hit(**plan, CompileFrontend::Clock::now());
+  std::optional<CompileOutcome> hit = front->memory_hit(**plan, CachedCompiler::Clock::now());
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(source(*hit), "memory");
   EXPECT_EQ(hit->artifact->bytes, artifact.bytes);
 
-  CompileOnceStats once = front->cache()->once->stats();
+  CoalescerStats once = front->cache()->once->stats();
   EXPECT_EQ(once.compiles, 1u);
 }
 
-TEST_F(CompileFrontendTest, ThePlanMemoAnswersEqualJobsWithTheSamePlan) {
-  auto front = frontend(memory_cache());
+TEST_F(CachedCompilerTest, ThePlanMemoAnswersEqualJobsWithTheSamePlan) {
+  auto front = compiler(memory_cache());
   const CompileJob job = fake_job();
   Result<PlanMemo::PlanPtr> first = front->plan(job);
   ASSERT_TRUE(first) << first.error().message;
@@ -153,8 +153,8 @@ TEST_F(CompileFrontendTest, ThePlanMemoAnswersEqualJobsWithTheSamePlan) {
   EXPECT_EQ((*with_arg)->args.at("fake-stamp.tag"), "x");
 }
 
-TEST_F(CompileFrontendTest, PassArgumentsReachThePassAndAreCheckedAtPlanning) {
-  auto front = frontend(memory_cache());
+TEST_F(CachedCompilerTest, PassArgumentsReachThePassAndAreCheckedAtPlanning) {
+  auto front = compiler(memory_cache());
   const int before = passes_.calls();
   CompileJob tagged = fake_job();
   tagged.pass_args["fake-stamp.tag"] = "blue";
@@ -179,8 +179,8 @@ TEST_F(CompileFrontendTest, PassArgumentsReachThePassAndAreCheckedAtPlanning) {
   EXPECT_EQ(passes_.calls(), before + 1) << "a request refused at planning ran the pipeline";
 }
 
-TEST_F(CompileFrontendTest, ConcurrentIdenticalRequestsRunOneCompile) {
-  auto front = frontend(memory_cache());
+TEST_F(CachedCompilerTest, ConcurrentIdenticalRequestsRunOneCompile) {
+  auto front = compiler(memory_cache());
   const CompileJob job = fake_job(std::string(k_fake_ptx) + "// concurrent\n");
   const int before = passes_.calls();
   constexpr int k_threads = 8;
@@ -200,13 +200,13 @@ TEST_F(CompileFrontendTest, ConcurrentIdenticalRequestsRunOneCompile) {
   }
   EXPECT_EQ(compiled, 1);
   EXPECT_EQ(joined + memory, k_threads - 1);
-  CompileOnceStats once = front->cache()->once->stats();
+  CoalescerStats once = front->cache()->once->stats();
   EXPECT_EQ(once.compiles, 1u);
   EXPECT_GE(once.joined, static_cast<uint64_t>(joined));
 }
 
-TEST_F(CompileFrontendTest, ACompileErrorReachesEveryWaiterAndIsNotCached) {
-  auto front = frontend(memory_cache());
+TEST_F(CachedCompilerTest, ACompileErrorReachesEveryWaiterAndIsNotCached) {
+  auto front = compiler(memory_cache());
   const CompileJob job = fake_job(std::string(k_fake_ptx) + "// FAIL-ME\n");
   const int before = passes_.calls();
   constexpr int k_threads = 6;
@@ -228,7 +228,7 @@ TEST_F(CompileFrontendTest, ACompileErrorReachesEveryWaiterAndIsNotCached) {
   // compiles (and fails) again.
   Result<PlanMemo::PlanPtr> plan = front->plan(job);
   ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_FALSE(front->memory_hit(**plan, CompileFrontend::Clock::now()).has_value());
+  EXPECT_FALSE(front->memory_hit(**plan, CachedCompiler::Clock::now()).has_value());
   TieredCacheStats stats = front->cache()->tiers->stats();
   ASSERT_EQ(stats.tiers.size(), 1u);
   EXPECT_EQ(stats.tiers[0].store.entries, 0u);
@@ -239,11 +239,11 @@ TEST_F(CompileFrontendTest, ACompileErrorReachesEveryWaiterAndIsNotCached) {
   EXPECT_EQ(passes_.calls() - before, ran + 1);
 }
 
-TEST_F(CompileFrontendTest, WithoutACacheEveryRequestCompiles) {
+TEST_F(CachedCompilerTest, WithoutACacheEveryRequestCompiles) {
   CacheConfig off = test::cache_config();
   off.enabled = false;
-  EXPECT_EQ(open_compile_cache(off), nullptr);
-  auto front = frontend(nullptr);
+  EXPECT_EQ(open_daemon_cache(off), nullptr);
+  auto front = compiler(nullptr);
   EXPECT_EQ(front->cache(), nullptr);
   const CompileJob job = fake_job();
   const int before = passes_.calls();
@@ -256,31 +256,31 @@ TEST_F(CompileFrontendTest, WithoutACacheEveryRequestCompiles) {
   EXPECT_EQ(passes_.calls(), before + 3);
   Result<PlanMemo::PlanPtr> plan = front->plan(job);
   ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_FALSE(front->memory_hit(**plan, CompileFrontend::Clock::now()).has_value());
+  EXPECT_FALSE(front->memory_hit(**plan, CachedCompiler::Clock::now()).has_value());
 
   Result<CompileOutcome> failing = front->compile(fake_job(std::string(k_fake_ptx) + "// FAIL-ME\n"));
   ASSERT_FALSE(failing);
   EXPECT_EQ(failing.error().code, ErrorCode::invalid_argument);
 }
 
-TEST_F(CompileFrontendTest, AFreshDaemonFindsTheDiskTierThenItsOwnMemory) {
+TEST_F(CachedCompilerTest, AFreshDaemonFindsTheDiskTierThenItsOwnMemory) {
   test::TempDir dir;
   const CompileJob job = fake_job(std::string(k_fake_ptx) + "// on disk\n");
   const int before = passes_.calls();
   std::string key;
   {
-    auto cache = open_compile_cache(test::cache_config(dir.path()));
+    auto cache = open_daemon_cache(test::cache_config(dir.path()));
     ASSERT_NE(cache, nullptr);
     ASSERT_NE(cache->disk, nullptr) << "the disk tier did not open in " << dir.path();
-    Result<CompileOutcome> first = frontend(cache)->compile(job);
+    Result<CompileOutcome> first = compiler(cache)->compile(job);
     ASSERT_TRUE(first) << first.error().message;
     EXPECT_EQ(source(*first), "compiled");
     key = first->artifact->key;
   }
   // Another daemon (its own memory tier, empty) on the same directory.
-  auto cache = open_compile_cache(test::cache_config(dir.path()));
+  auto cache = open_daemon_cache(test::cache_config(dir.path()));
   ASSERT_NE(cache, nullptr);
-  auto front = frontend(cache);
+  auto front = compiler(cache);
   Result<CompileOutcome> from_disk = front->compile(job);
   ASSERT_TRUE(from_disk) << from_disk.error().message;
   EXPECT_EQ(source(*from_disk), "disk");

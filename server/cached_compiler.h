@@ -1,6 +1,7 @@
-// What every RPC that needs a compiled kernel goes through: a validated
-// CompileJob in, an Artifact out, and which cache tier answered (or that it
-// was compiled).
+// The compiler behind the cache, which every RPC that needs a compiled
+// kernel goes through: a validated CompileJob in; its plan (remembered for
+// recent jobs), the cache's answer, or one compile per key (in a worker
+// process or here); an Artifact out, with where it came from.
 #pragma once
 
 #include <chrono>
@@ -10,7 +11,7 @@
 
 #include "core/artifact.h"
 #include "core/compile_job.h"
-#include "server/compile_cache.h"
+#include "server/daemon_cache.h"
 #include "server/compile_workers.h"
 #include "server/plan_memo.h"
 #include "server/daemon_config.h"
@@ -27,12 +28,12 @@ struct CompileOutcome {
   std::vector<StageTiming> timings;
 };
 
-class CompileFrontend {
+class CachedCompiler {
  public:
   // cache may be null: every request compiles. workers may be null:
   // compiles run in this process.
-  CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
-                  std::shared_ptr<CompileCache> cache, std::shared_ptr<CompileWorkers> workers = nullptr);
+  CachedCompiler(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
+                  std::shared_ptr<DaemonCache> cache, std::shared_ptr<CompileWorkers> workers = nullptr);
 
   using Clock = std::chrono::steady_clock;
 
@@ -53,12 +54,12 @@ class CompileFrontend {
 
   const DaemonConfig& config() const { return config_; }
   const CompilePipeline& pipeline() const { return *pipeline_; }
-  CompileCache* cache() const { return cache_.get(); }
+  DaemonCache* cache() const { return cache_.get(); }
 
  private:
   DaemonConfig config_;
   std::shared_ptr<const CompilePipeline> pipeline_;
-  std::shared_ptr<CompileCache> cache_;
+  std::shared_ptr<DaemonCache> cache_;
   std::shared_ptr<CompileWorkers> workers_;
   std::unique_ptr<PlanMemo> plan_memo_;  // null when a plugin hooks the key
 

@@ -1,4 +1,4 @@
-#include "compile_cache.h"
+#include "daemon_cache.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,12 +9,12 @@
 
 namespace kjit {
 
-std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
+std::shared_ptr<DaemonCache> open_daemon_cache(const CacheConfig& config) {
   if (!config.enabled) {
     spdlog::info("compile cache off: every request compiles");
     return nullptr;
   }
-  auto cache = std::make_shared<CompileCache>();
+  auto cache = std::make_shared<DaemonCache>();
   TieredCache::Tiers tiers;
   std::shared_ptr<LeaseStore> leases;  // null without Redis: one compile per key in this daemon only
   if (config.memory_bytes > 0) {
@@ -60,9 +60,9 @@ std::shared_ptr<CompileCache> open_compile_cache(const CacheConfig& config) {
     spdlog::info("redis cache at {} (ttl {} s)", config.redis, config.redis_ttl_seconds);
   }
   cache->tiers = std::make_shared<TieredCache>(tiers);
-  CompileOnce::Options once;
+  CompileCoalescer::Options once;
   once.max_wait = std::chrono::milliseconds(config.lease_wait_ms);
-  cache->once = std::make_shared<CompileOnce>(cache->tiers, std::move(leases), once);
+  cache->once = std::make_shared<CompileCoalescer>(cache->tiers, std::move(leases), once);
   return cache;
 }
 

@@ -1,4 +1,4 @@
-#include "server/compile_frontend.h"
+#include "server/cached_compiler.h"
 
 #include <algorithm>
 
@@ -14,8 +14,8 @@ constexpr uint64_t k_plan_memo_bytes = 64ull << 20;
 // as this request's), but what ran for this request was a lookup, not that
 // compile's stages.
 CompileOutcome hit_outcome(std::shared_ptr<const CacheEntry> entry, CacheSource source,
-                           CompileFrontend::Clock::time_point received) {
-  const double ms = std::chrono::duration<double, std::milli>(CompileFrontend::Clock::now() - received).count();
+                           CachedCompiler::Clock::time_point received) {
+  const double ms = std::chrono::duration<double, std::milli>(CachedCompiler::Clock::now() - received).count();
   std::vector<StageTiming> timings = {{"cache", ms, {{"lookup-" + std::string(to_string(source)), ms}}}};
   return CompileOutcome{shared_artifact(std::move(entry)), source, std::move(timings)};
 }
@@ -29,8 +29,8 @@ CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact, CacheS
 
 }  // namespace
 
-CompileFrontend::CompileFrontend(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
-                                 std::shared_ptr<CompileCache> cache, std::shared_ptr<CompileWorkers> workers)
+CachedCompiler::CachedCompiler(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
+                                 std::shared_ptr<DaemonCache> cache, std::shared_ptr<CompileWorkers> workers)
     : config_(std::move(config)),
       pipeline_(std::move(pipeline)),
       cache_(std::move(cache)),
@@ -40,11 +40,11 @@ CompileFrontend::CompileFrontend(DaemonConfig config, std::shared_ptr<const Comp
   if (!key_hooked) plan_memo_ = std::make_unique<PlanMemo>(k_plan_memo_bytes);
 }
 
-Result<Artifact> CompileFrontend::run(const CompileJob& job, const CompilePlan& plan) const {
+Result<Artifact> CachedCompiler::run(const CompileJob& job, const CompilePlan& plan) const {
   return workers_ ? workers_->run(job, plan) : pipeline_->run(job, plan);
 }
 
-Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job) const {
+Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job) const {
   const Clock::time_point received = Clock::now();
   Result<PlanMemo::PlanPtr> planned = plan(job);
   if (!planned) return planned.error();
@@ -52,7 +52,7 @@ Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job) const {
   return compile(job, **planned, received);
 }
 
-Result<PlanMemo::PlanPtr> CompileFrontend::plan(const CompileJob& job) const {
+Result<PlanMemo::PlanPtr> CachedCompiler::plan(const CompileJob& job) const {
   const uint64_t fingerprint = plan_memo_ ? PlanMemo::fingerprint(job) : 0;
   if (plan_memo_) {
     if (PlanMemo::PlanPtr known = plan_memo_->find(job, fingerprint)) return known;
@@ -64,7 +64,7 @@ Result<PlanMemo::PlanPtr> CompileFrontend::plan(const CompileJob& job) const {
   return shared;
 }
 
-std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePlan& plan,
+std::optional<CompileOutcome> CachedCompiler::memory_hit(const CompilePlan& plan,
                                                           Clock::time_point received) const {
   if (!cache_) return std::nullopt;
   std::optional<CacheHit> hit = cache_->tiers->get_from_memory(plan.key.hex);
@@ -72,7 +72,7 @@ std::optional<CompileOutcome> CompileFrontend::memory_hit(const CompilePlan& pla
   return hit_outcome(std::move(hit->entry), hit->tier, received);
 }
 
-Result<CompileOutcome> CompileFrontend::compile(const CompileJob& job, const CompilePlan& plan,
+Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const CompilePlan& plan,
                                                 Clock::time_point received) const {
   if (!cache_) {
     Result<Artifact> artifact = run(job, plan);

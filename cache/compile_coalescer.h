@@ -1,4 +1,4 @@
-// Get-or-compile with one compile per key: in-process waiters share a
+// Coalesces compiles: get-or-compile with one compile per key. In-process waiters share a
 // single flight, and across daemons sharing a cache a lease (a LeaseStore:
 // Redis in a fleet) lets one daemon compile, renewing the lease while it
 // does, and the others poll for its result (bounded, then compile
@@ -25,14 +25,14 @@ struct CacheOutcome {
   bool waited = false;
 };
 
-struct CompileOnceStats {
+struct CoalescerStats {
   uint64_t compiles = 0;        // compiles this daemon ran
   uint64_t joined = 0;          // requests that shared an in-process compile
   uint64_t fleet_waits = 0;     // leaders that waited on another daemon's lease
   uint64_t lease_timeouts = 0;  // waits that ran past max_wait and compiled anyway
 };
 
-class CompileOnce {
+class CompileCoalescer {
  public:
   struct Options {
     // How long a lease outlives a daemon that stopped renewing it (crashed,
@@ -47,21 +47,21 @@ class CompileOnce {
     std::chrono::milliseconds poll_interval{50};
     std::string owner{};  // lease owner prefix; empty picks "<host>:<pid>:<random>"
   };
-  // Returns the compiled entry; its key is set by CompileOnce, and
+  // Returns the compiled entry; its key is set by CompileCoalescer, and
   // compile_ms and created_unix when left at 0.
   using Compile = std::function<Result<CacheEntry>()>;
 
   // leases may be null (no fleet): then only the in-process flight applies.
   // A previous holder's result is looked for in the cache's Redis tier, the
   // one the daemons sharing the leases share.
-  CompileOnce(std::shared_ptr<TieredCache> cache, std::shared_ptr<LeaseStore> leases, Options options);
+  CompileCoalescer(std::shared_ptr<TieredCache> cache, std::shared_ptr<LeaseStore> leases, Options options);
 
   // The entry for key from the cache, or from one compile shared by every
   // concurrent caller. Compile errors are returned to every waiter and are
   // never cached.
   Result<CacheOutcome> get_or_compile(const std::string& key, const Compile& compile);
 
-  CompileOnceStats stats() const;
+  CoalescerStats stats() const;
 
  private:
   Result<CacheOutcome> lead(const std::string& key, const Compile& compile);

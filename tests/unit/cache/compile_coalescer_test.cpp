@@ -3,7 +3,7 @@
 // fake of the leases and for Redis: waiting for the holder's result, renewal
 // during a compile longer than the lease's TTL, a crashed or stuck holder,
 // the lease store down; with the fake, a holder cut off from the leases.
-#include "cache/compile_once.h"
+#include "cache/compile_coalescer.h"
 
 #include <gtest/gtest.h>
 
@@ -34,7 +34,7 @@ std::shared_ptr<DiskStore> open_disk(const std::string& dir) {
 }
 
 // A compile that takes a while, so the concurrent requests overlap it.
-CompileOnce::Compile slow_compile(std::atomic<int>& compiles, std::chrono::milliseconds duration = 300ms) {
+CompileCoalescer::Compile slow_compile(std::atomic<int>& compiles, std::chrono::milliseconds duration = 300ms) {
   return [&compiles, duration]() -> Result<CacheEntry> {
     ++compiles;
     std::this_thread::sleep_for(duration);
@@ -50,7 +50,7 @@ CompileOnce::Compile slow_compile(std::atomic<int>& compiles, std::chrono::milli
 // until the compile returns.
 class CompilingDaemon {
  public:
-  CompilingDaemon(CompileOnce& daemon, const std::string& key, CompileOnce::Compile compile)
+  CompilingDaemon(CompileCoalescer& daemon, const std::string& key, CompileCoalescer::Compile compile)
       : thread_([this, &daemon, key, compile = std::move(compile)] {
           bool compiled = false;
           result_ = daemon.get_or_compile(key, [&]() -> Result<CacheEntry> {
@@ -77,12 +77,12 @@ class CompilingDaemon {
   std::thread thread_;  // last: it starts once every member it uses exists
 };
 
-TEST(CompileOnce, ThirtyTwoConcurrentColdRequestsCompileOnce) {
+TEST(CompileCoalescer, ThirtyTwoConcurrentColdRequestsCompileCoalescer) {
   auto cache = std::make_shared<TieredCache>(
       TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}), nullptr, nullptr});
-  CompileOnce once(cache, nullptr, {});
+  CompileCoalescer once(cache, nullptr, {});
   std::atomic<int> compiles{0};
-  const CompileOnce::Compile compile = slow_compile(compiles);
+  const CompileCoalescer::Compile compile = slow_compile(compiles);
   std::vector<Result<CacheOutcome>> results(32, Error{});
   std::latch start(32);
   std::vector<std::thread> threads;
@@ -118,12 +118,12 @@ TEST(CompileOnce, ThirtyTwoConcurrentColdRequestsCompileOnce) {
   EXPECT_EQ(to_string(later->source), "memory");
 }
 
-TEST(CompileOnce, CompileErrorsReachEveryWaiterAndAreNotCached) {
+TEST(CompileCoalescer, CompileErrorsReachEveryWaiterAndAreNotCached) {
   auto cache = std::make_shared<TieredCache>(
       TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}), nullptr, nullptr});
-  CompileOnce once(cache, nullptr, {});
+  CompileCoalescer once(cache, nullptr, {});
   std::atomic<int> calls{0};
-  CompileOnce::Compile failing = [&]() -> Result<CacheEntry> {
+  CompileCoalescer::Compile failing = [&]() -> Result<CacheEntry> {
     ++calls;
     std::this_thread::sleep_for(100ms);
     return make_error(ErrorCode::invalid_argument, "syntax error");
@@ -170,21 +170,21 @@ struct RedisFleet {
 };
 
 template <typename Fleet>
-class CompileOnceFleet : public test::SetupTest<Fleet> {
+class CompileCoalescerFleet : public test::SetupTest<Fleet> {
  protected:
   // A daemon: its own memory and disk, the fleet's shared tier and leases.
-  std::unique_ptr<CompileOnce> daemon(CompileOnce::Options options = {.poll_interval = 20ms}) {
+  std::unique_ptr<CompileCoalescer> daemon(CompileCoalescer::Options options = {.poll_interval = 20ms}) {
     dirs_.push_back(std::make_unique<test::TempDir>());
     FleetLink link = this->setup_.join();
     auto cache = std::make_shared<TieredCache>(TieredCache::Tiers{std::make_shared<MemoryStore>(MemoryStore::Options{}),
                                                                   open_disk(dirs_.back()->path()), link.shared});
-    return std::make_unique<CompileOnce>(cache, link.leases, options);
+    return std::make_unique<CompileCoalescer>(cache, link.leases, options);
   }
 
   // Daemon a compiles for compile_time while daemon b asks for the same key:
   // b waits for a's lease to go and answers with a's result from the shared
   // tier, without compiling.
-  void expect_one_compile_for_two_daemons(CompileOnce::Options options, std::chrono::milliseconds compile_time) {
+  void expect_one_compile_for_two_daemons(CompileCoalescer::Options options, std::chrono::milliseconds compile_time) {
     auto a = daemon(options);
     auto b = daemon(options);
     std::atomic<int> compiles{0};
@@ -216,13 +216,13 @@ class CompileOnceFleet : public test::SetupTest<Fleet> {
 };
 
 using Fleets = ::testing::Types<FakeFleet, RedisFleet>;
-TYPED_TEST_SUITE(CompileOnceFleet, Fleets, test::SetupName);
+TYPED_TEST_SUITE(CompileCoalescerFleet, Fleets, test::SetupName);
 
-TYPED_TEST(CompileOnceFleet, TwoDaemonsCompileOnce) {
+TYPED_TEST(CompileCoalescerFleet, TwoDaemonsCompileCoalescer) {
   auto a = this->daemon();
   auto b = this->daemon();
   std::atomic<int> compiles{0};
-  const CompileOnce::Compile compile = slow_compile(compiles, 400ms);
+  const CompileCoalescer::Compile compile = slow_compile(compiles, 400ms);
   std::latch start(32);
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
@@ -240,13 +240,13 @@ TYPED_TEST(CompileOnceFleet, TwoDaemonsCompileOnce) {
   EXPECT_EQ(this->leases().holder(key_for(1)).value(), std::nullopt);  // released
 }
 
-TYPED_TEST(CompileOnceFleet, SecondDaemonWaitsForTheHoldersResult) {
+TYPED_TEST(CompileCoalescerFleet, SecondDaemonWaitsForTheHoldersResult) {
   this->expect_one_compile_for_two_daemons({.poll_interval = 20ms}, 300ms);
 }
 
 // Without renewal the 300 ms lease would expire during the 1.2 s compile and
 // the second daemon would take it and compile too.
-TYPED_TEST(CompileOnceFleet, CompileLongerThanTheLeaseTtlStillRunsOnce) {
+TYPED_TEST(CompileCoalescerFleet, CompileLongerThanTheLeaseTtlStillRunsOnce) {
   this->expect_one_compile_for_two_daemons({.lease_ttl = 300ms, .poll_interval = 20ms},
                                            1200ms);  // renewed every 100 ms
   if constexpr (std::is_same_v<TypeParam, FakeFleet>) {
@@ -254,7 +254,7 @@ TYPED_TEST(CompileOnceFleet, CompileLongerThanTheLeaseTtlStillRunsOnce) {
   }
 }
 
-TYPED_TEST(CompileOnceFleet, LeaseRenewalStopsWhenTheCompileReturns) {
+TYPED_TEST(CompileCoalescerFleet, LeaseRenewalStopsWhenTheCompileReturns) {
   auto d = this->daemon({.lease_ttl = 60s, .poll_interval = 20ms});  // renews every 20 s
   std::atomic<int> compiles{0};
   const auto start = std::chrono::steady_clock::now();
@@ -265,7 +265,7 @@ TYPED_TEST(CompileOnceFleet, LeaseRenewalStopsWhenTheCompileReturns) {
   EXPECT_EQ(this->leases().holder(key_for(1)).value(), std::nullopt);
 }
 
-TYPED_TEST(CompileOnceFleet, ExpiredLeaseOfACrashedDaemonIsTakenOver) {
+TYPED_TEST(CompileCoalescerFleet, ExpiredLeaseOfACrashedDaemonIsTakenOver) {
   auto d = this->daemon();
   ASSERT_EQ(this->leases().try_acquire(key_for(1), "crashed-daemon", 300ms), LeaseOutcome::acquired);
   std::atomic<int> compiles{0};
@@ -278,7 +278,7 @@ TYPED_TEST(CompileOnceFleet, ExpiredLeaseOfACrashedDaemonIsTakenOver) {
   EXPECT_EQ(d->stats().lease_timeouts, 0u);
 }
 
-TYPED_TEST(CompileOnceFleet, WaitIsBoundedThenTheDaemonCompilesItself) {
+TYPED_TEST(CompileCoalescerFleet, WaitIsBoundedThenTheDaemonCompilesItself) {
   auto d = this->daemon({.max_wait = 200ms, .poll_interval = 20ms});
   ASSERT_EQ(this->leases().try_acquire(key_for(1), "stuck-daemon", 60s), LeaseOutcome::acquired);
   std::atomic<int> compiles{0};
@@ -288,7 +288,7 @@ TYPED_TEST(CompileOnceFleet, WaitIsBoundedThenTheDaemonCompilesItself) {
   EXPECT_EQ(d->stats().lease_timeouts, 1u);
 }
 
-TYPED_TEST(CompileOnceFleet, LeaseStoreDownMeansCompileLocally) {
+TYPED_TEST(CompileCoalescerFleet, LeaseStoreDownMeansCompileLocally) {
   auto d = this->daemon();
   this->setup_.go_down();
   std::atomic<int> compiles{0};
@@ -300,11 +300,11 @@ TYPED_TEST(CompileOnceFleet, LeaseStoreDownMeansCompileLocally) {
   EXPECT_EQ(d->get_or_compile(key_for(1), slow_compile(compiles, 10ms))->source, CacheSource::memory);
 }
 
-using CompileOnceFakeFleet = CompileOnceFleet<FakeFleet>;
+using CompileCoalescerFakeFleet = CompileCoalescerFleet<FakeFleet>;
 
 // a keeps compiling but can no longer reach the leases, so its renewals
 // fail: its lease expires after the TTL and b, waiting on it, compiles.
-TEST_F(CompileOnceFakeFleet, LeaseWhoseHolderStopsRenewingExpiresAndTheWaiterCompiles) {
+TEST_F(CompileCoalescerFakeFleet, LeaseWhoseHolderStopsRenewingExpiresAndTheWaiterCompiles) {
   auto a = daemon({.lease_ttl = 200ms, .poll_interval = 10ms, .owner = "daemon-a"});
   auto b = daemon({.lease_ttl = 200ms, .poll_interval = 10ms, .owner = "daemon-b"});
   std::atomic<int> compiles{0};
