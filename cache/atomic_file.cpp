@@ -1,5 +1,5 @@
 // Temp file + write + fsync + rename + directory fsync (see atomic_file.h).
-#include "atomic_file.h"
+#include "cache/atomic_file.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // Encoding and verification of cache entries (see cache_entry.h for the layout).
-#include "cache_entry.h"
+#include "cache/cache_entry.h"
 
 #include <xxhash.h>
 

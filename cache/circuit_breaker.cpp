@@ -1,6 +1,6 @@
 // Closed → open (after failures_to_open) → half-open probe → closed or open
 // with a doubled backoff (see circuit_breaker.h).
-#include "circuit_breaker.h"
+#include "cache/circuit_breaker.h"
 
 #include <algorithm>
 

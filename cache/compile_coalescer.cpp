@@ -1,6 +1,6 @@
 // Cache lookup, in-process single flight and the fleet's lease, in that
 // order (see compile_coalescer.h).
-#include "compile_coalescer.h"
+#include "cache/compile_coalescer.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>

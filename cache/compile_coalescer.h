@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "lease_store.h"
-#include "single_flight.h"
-#include "tiered_cache.h"
+#include "cache/lease_store.h"
+#include "cache/single_flight.h"
+#include "cache/tiered_cache.h"
 
 namespace kjit {
 

@@ -1,5 +1,5 @@
 // One file per entry, shared LRU through mtimes (see disk_store.h).
-#include "disk_store.h"
+#include "cache/disk_store.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "atomic_file.h"
+#include "cache/atomic_file.h"
 
 namespace kjit {
 namespace {

@@ -23,7 +23,7 @@
 #include <memory>
 #include <string>
 
-#include "store.h"
+#include "cache/store.h"
 
 namespace kjit {
 

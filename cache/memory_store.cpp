@@ -1,5 +1,5 @@
 // Sharded, byte-bounded LRU (see memory_store.h).
-#include "memory_store.h"
+#include "cache/memory_store.h"
 
 #include <malloc.h>
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "store.h"
+#include "cache/store.h"
 
 namespace kjit {
 

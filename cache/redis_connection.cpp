@@ -1,6 +1,6 @@
 // hiredis behind RedisConnection: the pool, the breaker, one retry after a
 // server restart (see redis_connection.h).
-#include "redis_connection.h"
+#include "cache/redis_connection.h"
 
 #include <hiredis/hiredis.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "cache_entry.h"
+#include "cache/cache_entry.h"
 
 namespace kjit {
 namespace {

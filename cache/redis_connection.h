@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "circuit_breaker.h"
+#include "cache/circuit_breaker.h"
 #include "kjit/status.h"
 
 struct redisContext;

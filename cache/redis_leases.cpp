@@ -1,5 +1,5 @@
 // Leases as Redis keys with an expiry (see redis_leases.h).
-#include "redis_leases.h"
+#include "cache/redis_leases.h"
 
 namespace kjit {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "lease_store.h"
-#include "redis_connection.h"
+#include "cache/lease_store.h"
+#include "cache/redis_connection.h"
 
 namespace kjit {
 

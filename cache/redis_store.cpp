@@ -1,5 +1,5 @@
 // Entries as Redis strings with an expiry (see redis_store.h).
-#include "redis_store.h"
+#include "cache/redis_store.h"
 
 #include <chrono>
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "redis_connection.h"
-#include "store.h"
+#include "cache/redis_connection.h"
+#include "cache/store.h"
 
 namespace kjit {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache_entry.h"
+#include "cache/cache_entry.h"
 #include "kjit/status.h"
 
 namespace kjit {

@@ -1,5 +1,5 @@
 // Tier order, fill-up on lower hits, failure isolation (see tiered_cache.h).
-#include "tiered_cache.h"
+#include "cache/tiered_cache.h"
 
 #include <spdlog/spdlog.h>
 

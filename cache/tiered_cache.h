@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cache/cache_source.h"
-#include "memory_store.h"
-#include "store.h"
+#include "cache/memory_store.h"
+#include "cache/store.h"
 
 namespace kjit {
 

@@ -1,4 +1,4 @@
-#include "daemon_cache.h"
+#include "server/daemon_cache.h"
 
 #include <spdlog/spdlog.h>
 

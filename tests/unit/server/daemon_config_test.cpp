@@ -2,7 +2,7 @@
 // file is refused naming the key (never converted with overflow or cut).
 #include <gtest/gtest.h>
 
-#include "daemon_config.h"
+#include "server/daemon_config.h"
 
 namespace kjit {
 namespace {

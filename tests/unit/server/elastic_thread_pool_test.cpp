@@ -1,6 +1,6 @@
 // The daemon's pool for blocking request work: every task runs, a blocked
 // task never holds up another, idle threads retire down to the kept ones.
-#include "elastic_thread_pool.h"
+#include "server/elastic_thread_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The daemon's memo of plans: an equal job finds its plan, a job that
 // differs in anything never does (even under the same fingerprint, as a
 // crafted hash collision would give), and the memo stays within its bytes.
-#include "plan_memo.h"
+#include "server/plan_memo.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The worker sandbox: a confined process reads only its policy's paths, writes only its writable ones, and can open
 // no sockets, run no programs and signal no process outside it. Each check runs in a forked child, since
 // confinement cannot be undone.
-#include "worker_sandbox.h"
+#include "server/worker_sandbox.h"
 
 #include <dirent.h>
 #include <fcntl.h>
