@@ -3,6 +3,7 @@
 #   kjit_bench_compile   kjitd vs in-process NVRTC + nvJitLink, socket round trips
 #   kjit_bench_pipeline  per-stage times of the LLVM path, pipeline machinery overhead
 #   kjit_bench_confinement  cold compiles with confined workers vs --sandbox off, worker start
+#   kjit_bench_libdevice  the LLVM path with libdevice math against clang-19 + nvJitLink
 # Arguments (e.g. --reps 31) go to every benchmark. Run from anywhere inside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +17,7 @@ build/bin/kjit_bench_pipeline "$@"
 echo
 cmake --build build --target kjit_bench_confinement
 build/bin/kjit_bench_confinement "$@"
+echo
+cmake --build build --target kjit_bench_libdevice
+build/bin/kjit_bench_libdevice "$@"
 echo; cmake --build build --target kjit_bench_cache && build/bin/kjit_bench_cache  # its own options (--quick), not --reps
