@@ -18,6 +18,7 @@ nlohmann::json kernel_to_json(const KernelInfo& kernel) {
       {"cluster_dims", dims(kernel.cluster_dims)},
       {"max_registers", kernel.max_registers},
       {"param_bytes", kernel.param_bytes},
+      {"max_cluster_rank", kernel.max_cluster_rank},
   };
 }
 

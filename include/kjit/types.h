@@ -39,6 +39,7 @@ struct KernelInfo {
   Dim3 cluster_dims;                  // __cluster_dims__ / .reqnctapercluster
   uint32_t max_registers = 0;         // .maxnreg / maxrregcount
   uint32_t param_bytes = 0;           // size of the kernel parameter buffer
+  uint32_t max_cluster_rank = 0;      // .maxclusterrank: blocks a cluster may have at most
   bool operator==(const KernelInfo&) const = default;
 };
 

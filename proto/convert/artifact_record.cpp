@@ -23,6 +23,7 @@ void to_record(const KernelInfo& kernel, internal::Kernel& out) {
   to_record(kernel.cluster_dims, *out.mutable_cluster_dims());
   out.set_max_registers(kernel.max_registers);
   out.set_param_bytes(kernel.param_bytes);
+  out.set_max_cluster_rank(kernel.max_cluster_rank);
 }
 
 KernelInfo from_record(internal::Kernel&& kernel) {
@@ -38,6 +39,7 @@ KernelInfo from_record(internal::Kernel&& kernel) {
   out.cluster_dims = from_record(kernel.cluster_dims());
   out.max_registers = kernel.max_registers();
   out.param_bytes = kernel.param_bytes();
+  out.max_cluster_rank = kernel.max_cluster_rank();
   return out;
 }
 

@@ -52,6 +52,7 @@ void to_proto(const KernelInfo& info, v1::KernelInfo& out) {
   to_proto(info.cluster_dims, *out.mutable_cluster_dims());
   out.set_max_registers(info.max_registers);
   out.set_param_bytes(info.param_bytes);
+  out.set_max_cluster_rank(info.max_cluster_rank);
 }
 
 KernelInfo from_proto(const v1::KernelInfo& info) {
@@ -67,6 +68,7 @@ KernelInfo from_proto(const v1::KernelInfo& info) {
   out.cluster_dims = from_proto(info.cluster_dims());
   out.max_registers = info.max_registers();
   out.param_bytes = info.param_bytes();
+  out.max_cluster_rank = info.max_cluster_rank();
   return out;
 }
 

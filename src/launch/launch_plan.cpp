@@ -114,6 +114,11 @@ Status check_cluster(const Inputs& in, LaunchPlan& plan, Decisions& decisions) {
     return invalid("cluster " + to_string(cluster) + " has " + std::to_string(size) + " blocks, more than the " +
                    std::to_string(limits.max_cluster_size) + " " + plan.target + " allows");
   }
+  if (in.kernel.max_cluster_rank != 0 && size > in.kernel.max_cluster_rank) {
+    return invalid("cluster " + to_string(cluster) + " has " + std::to_string(size) + " blocks, more than the " +
+                   std::to_string(in.kernel.max_cluster_rank) + " " + kernel_label(in.kernel) +
+                   " was compiled for (.maxclusterrank)");
+  }
   const uint32_t grid[3] = {plan.grid.x, plan.grid.y, plan.grid.z};
   const uint32_t shape[3] = {cluster.x, cluster.y, cluster.z};
   for (int axis = 0; axis < 3; ++axis) {

@@ -57,6 +57,7 @@ constexpr uint8_t k_attr_cbank_param_size = 0x19;  // per kernel: u16 bytes
 constexpr uint8_t k_attr_maxreg_count = 0x1b;      // per kernel: u16 registers
 constexpr uint8_t k_attr_regcount = 0x2f;          // global: u32 symbol, u32 registers
 constexpr uint8_t k_attr_cta_per_cluster = 0x3d;   // per kernel: u32 x, y, z
+constexpr uint8_t k_attr_max_cluster_rank = 0x3f;  // per kernel: u32 blocks
 // .nv.compat attribute: 1 for an arch-specific ("a") build.
 constexpr uint8_t k_compat_arch_specific = 0x09;
 
@@ -345,6 +346,12 @@ Status read_kernel_info(const Section& section, KernelInfo& kernel) {
         auto dims = dim3_of(section, record);
         if (!dims) return dims.error();
         kernel.cluster_dims = *dims;
+        break;
+      }
+      case k_attr_max_cluster_rank: {
+        auto rank = words_of(section, record, 1);
+        if (!rank) return rank.error();
+        kernel.max_cluster_rank = (*rank)[0];
         break;
       }
       case k_attr_maxreg_count: {

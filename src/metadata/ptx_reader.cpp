@@ -299,6 +299,7 @@ Status read_directives(const std::vector<Token>& tokens, size_t i, size_t end, P
       info.max_registers = static_cast<uint32_t>(numbers[0]);
     } else if (word == ".maxclusterrank") {
       kernel.max_cluster_rank = static_cast<uint32_t>(numbers[0]);
+      info.max_cluster_rank = kernel.max_cluster_rank;
     } else {
       kernel.min_blocks_per_sm = static_cast<uint32_t>(numbers[0]);
     }

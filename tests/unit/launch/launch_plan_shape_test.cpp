@@ -100,6 +100,16 @@ TEST(LaunchPlanner, ClusterOfSixteenOnSm120IsError) {
   EXPECT_EQ(plan.error().message, "cluster (16,1,1) has 16 blocks, more than the 8 sm_120 allows");
 }
 
+TEST(LaunchPlanner, ClusterOverTheKernelsMaxClusterRankIsError) {
+  KernelInfo ranked = kernel();
+  ranked.max_cluster_rank = 4;
+  EXPECT_TRUE(plan_launch(ranked, limits_of("cuda:90"), shape({8}, {128}, {4})).ok());
+  auto plan = plan_launch(ranked, limits_of("cuda:90"), shape({8}, {128}, {8}));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().code, ErrorCode::invalid_argument);
+  EXPECT_EQ(plan.error().message, "cluster (8,1,1) has 8 blocks, more than the 4 kernel k was compiled for (.maxclusterrank)");
+}
+
 TEST(LaunchPlanner, ClusterOverSixteenIsError) {
   auto plan = plan_launch(kernel(), limits_of("cuda:100"), shape({32}, {128}, {32}));
   ASSERT_FALSE(plan.ok());

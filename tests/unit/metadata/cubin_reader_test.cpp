@@ -61,6 +61,11 @@ constexpr const char* k_directives_ptx = R"(
 {
   ret;
 }
+.visible .entry rank_4(.param .u64 p)
+.maxclusterrank 4
+{
+  ret;
+}
 )";
 
 struct Built {
@@ -241,6 +246,13 @@ TEST(CubinReader, PtxMaxnregReadsBackAsMaxRegisters) {
 
 TEST(CubinReader, PtxReqnctaperclusterReadsBackAsClusterDims) {
   EXPECT_EQ(directives_kernel("cluster_4x2").cluster_dims, (Dim3{4, 2, 1}));
+}
+
+TEST(CubinReader, PtxMaxclusterrankReadsBackAsMaxClusterRank) {
+  const KernelInfo rank = directives_kernel("rank_4");
+  EXPECT_EQ(rank.max_cluster_rank, 4u);
+  EXPECT_FALSE(rank.cluster_dims.is_set());  // a limit, not a shape
+  EXPECT_EQ(directives_kernel("cluster_4x2").max_cluster_rank, 0u);
 }
 
 // Needs more than 32 registers when unconstrained.
