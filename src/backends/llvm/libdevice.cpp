@@ -18,6 +18,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "backends/llvm/module_pass_runner.h"
+
 namespace kjit {
 namespace {
 
@@ -101,19 +103,10 @@ Result<LibdeviceResult> link_libdevice(const LibdeviceRequest& request) {
 
         // What the module does not call goes now, so the passes after this
         // one parse kilobytes, not libdevice.
-        llvm::LoopAnalysisManager lam;
-        llvm::FunctionAnalysisManager fam;
-        llvm::CGSCCAnalysisManager cgam;
-        llvm::ModuleAnalysisManager mam;
-        llvm::PassBuilder builder(parsed->machine.get());
-        builder.registerModuleAnalyses(mam);
-        builder.registerCGSCCAnalyses(cgam);
-        builder.registerFunctionAnalyses(fam);
-        builder.registerLoopAnalyses(lam);
-        builder.crossRegisterProxies(lam, fam, cgam, mam);
+        ModulePassRunner runner(parsed->machine.get());
         llvm::ModulePassManager passes;
         passes.addPass(llvm::GlobalDCEPass());
-        passes.run(module, mam);
+        runner.run(passes, module);
         out.ir = write_bitcode(module);
         return Ok{};
       },

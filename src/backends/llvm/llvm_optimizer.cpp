@@ -13,6 +13,8 @@
 #include <map>
 #include <mutex>
 
+#include "backends/llvm/module_pass_runner.h"
+
 namespace kjit {
 namespace {
 
@@ -45,27 +47,16 @@ Result<std::string> run_llvm_passes(const LlvmOptimizeRequest& request) {
     if (!parsed) return parsed.error();
     llvm::Module& module = *parsed->module;
 
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder builder(parsed->machine.get());
-    {
+    ModulePassRunner runner(parsed->machine.get(), [](llvm::PassBuilder& builder) {
       std::lock_guard lock(g_plugins_mutex);
       for (auto& [path, plugin] : g_plugins) plugin.registerPassBuilderCallbacks(builder);
-    }
-    builder.registerModuleAnalyses(mam);
-    builder.registerCGSCCAnalyses(cgam);
-    builder.registerFunctionAnalyses(fam);
-    builder.registerLoopAnalyses(lam);
-    builder.crossRegisterProxies(lam, fam, cgam, mam);
-
+    });
     llvm::ModulePassManager passes;
-    if (llvm::Error error = builder.parsePassPipeline(passes, request.pipeline)) {
+    if (llvm::Error error = runner.builder().parsePassPipeline(passes, request.pipeline)) {
       return make_error(ErrorCode::invalid_argument,
                         "llvm-passes: pipeline '" + request.pipeline + "' is invalid: " + llvm::toString(std::move(error)));
     }
-    passes.run(module, mam);
+    runner.run(passes, module);
     if (diagnostics.has_errors()) {
       return make_error(ErrorCode::invalid_argument, "llvm-passes reported problems", diagnostics.log());
     }

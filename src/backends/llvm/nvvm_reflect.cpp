@@ -8,6 +8,8 @@
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "backends/llvm/module_pass_runner.h"
+
 namespace kjit {
 
 Result<std::string> run_nvvm_reflect(const NvvmReflectRequest& request) {
@@ -36,19 +38,10 @@ Result<std::string> run_nvvm_reflect(const NvvmReflectRequest& request) {
         // pass its registry names "nvvm-reflect" takes sm_0. The NVPTX target
         // adds the pass, with the target's SM, at the start of every default
         // pipeline: run just that extension point.
-        llvm::LoopAnalysisManager lam;
-        llvm::FunctionAnalysisManager fam;
-        llvm::CGSCCAnalysisManager cgam;
-        llvm::ModuleAnalysisManager mam;
-        llvm::PassBuilder builder(parsed->machine.get());
-        builder.registerModuleAnalyses(mam);
-        builder.registerCGSCCAnalyses(cgam);
-        builder.registerFunctionAnalyses(fam);
-        builder.registerLoopAnalyses(lam);
-        builder.crossRegisterProxies(lam, fam, cgam, mam);
+        ModulePassRunner runner(parsed->machine.get());
         llvm::ModulePassManager passes;
-        builder.invokePipelineStartEPCallbacks(passes, llvm::OptimizationLevel::O3);
-        passes.run(module, mam);
+        runner.builder().invokePipelineStartEPCallbacks(passes, llvm::OptimizationLevel::O3);
+        runner.run(passes, module);
         if (diagnostics.has_errors())
           return make_error(ErrorCode::invalid_argument, "nvvm-reflect reported problems", diagnostics.log());
         bitcode = write_bitcode(module);
