@@ -9,22 +9,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/fd_io.h"
+
 namespace kjit {
 namespace {
 
-Error io_error(std::string_view what, const std::string& path, int error_number) {
-  return make_error(ErrorCode::internal, std::string(what) + " " + path + ": " + std::strerror(error_number));
-}
-
-Status write_all(int fd, std::string_view bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return io_error("write", path, errno);
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
+Status write_whole(int fd, std::string_view bytes, const std::string& path) {
+  if (int error = write_all(fd, bytes); error != 0) return io_error("write", path, error);
   return Ok{};
 }
 
@@ -59,7 +50,7 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, At
   // sharing the directory. The umask is not consulted: reading it means
   // setting it, which races with other threads creating files.
   if (::fchmod(fd, options.mode) != 0) return fail(io_error("chmod", temp, errno));
-  if (Status written = write_all(fd, bytes, temp); !written) return fail(written.error());
+  if (Status written = write_whole(fd, bytes, temp); !written) return fail(written.error());
   if (options.sync && ::fsync(fd) != 0) return fail(io_error("fsync", temp, errno));
   if (::close(fd) != 0) {
     int saved = errno;

@@ -11,6 +11,8 @@
 #include <random>
 #include <thread>
 
+#include "core/clock.h"
+
 namespace kjit {
 namespace {
 
@@ -23,9 +25,6 @@ std::string default_owner() {
   return std::string(host) + ":" + std::to_string(::getpid()) + ":" + std::to_string(random());
 }
 
-int64_t now_unix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Keeps a held lease from expiring while its compile runs: a thread extends
 // it every interval until this object is destroyed, which wakes the thread at
@@ -185,7 +184,7 @@ Result<CacheOutcome> CompileCoalescer::compile_and_put(const std::string& key, c
   CacheEntry entry = std::move(compiled).value();
   entry.key = key;
   if (entry.compile_ms == 0) entry.compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  if (entry.created_unix == 0) entry.created_unix = now_unix();
+  if (entry.created_unix == 0) entry.created_unix = unix_seconds_now();
   return CacheOutcome{cache_->put(std::move(entry)), CacheSource::compiled, false};
 }
 

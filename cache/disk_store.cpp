@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cache/atomic_file.h"
+#include "core/fd_io.h"
 
 namespace kjit {
 namespace {
@@ -40,9 +41,6 @@ Error bad_key(std::string_view key) {
   return make_error(ErrorCode::invalid_argument, "invalid cache key for the disk tier: '" + std::string(key) + "'");
 }
 
-Error io_error(std::string_view what, const std::string& path, int error_number) {
-  return make_error(ErrorCode::internal, std::string(what) + " " + path + ": " + std::strerror(error_number));
-}
 
 int64_t to_ns(const timespec& t) {
   return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;

@@ -10,6 +10,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/clock.h"
+
 namespace kjit {
 namespace {
 
@@ -30,9 +32,6 @@ void release_free_memory() {
 #endif
 }
 
-int64_t now_unix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -105,7 +104,7 @@ std::shared_ptr<const CacheEntry> MemoryStore::find_counting(std::string_view ke
   }
   ++shard.hits;
   shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
-  it->second->last_access_unix = now_unix();
+  it->second->last_access_unix = unix_seconds_now();
   return it->second->entry;
 }
 
@@ -130,7 +129,7 @@ void MemoryStore::insert(std::shared_ptr<const CacheEntry> entry) {
     }
     // Larger than the shard's whole budget: keeping it would evict everything.
     if (bytes > shard_max_bytes_) return;
-    shard.lru.push_front(Shard::Node{entry, bytes, now_unix()});
+    shard.lru.push_front(Shard::Node{entry, bytes, unix_seconds_now()});
     shard.index.emplace(entry->key, shard.lru.begin());
     shard.bytes += bytes;
     while (shard.bytes > shard_max_bytes_) {

@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "core/clock.h"
+
 namespace kjit {
 namespace {
 
@@ -21,9 +23,6 @@ std::string glob_escape(std::string_view text) {
   return out;
 }
 
-int64_t now_unix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -91,7 +90,7 @@ StoreStats RedisStore::stats() const {
 Result<std::vector<StoredKey>> RedisStore::list() {
   const std::string prefix = entry_key("");
   const std::string pattern = glob_escape(prefix) + "*";
-  const int64_t now = now_unix();
+  const int64_t now = unix_seconds_now();
   std::vector<StoredKey> out;
   std::string cursor = "0";
   do {
