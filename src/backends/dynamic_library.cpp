@@ -21,4 +21,15 @@ Result<DynamicLibrary> DynamicLibrary::open_first(const std::vector<std::string>
 
 void* DynamicLibrary::symbol(const char* name) const { return handle_ ? dlsym(handle_, name) : nullptr; }
 
+std::vector<std::string> toolkit_library_candidates(const std::string& cuda_home, const std::string& stem,
+                                                    bool search_loader_path) {
+  const std::vector<std::string> names{stem + ".so", stem + ".so.13", stem + ".so.12"};
+  std::vector<std::string> candidates;
+  for (const char* dir : {"/lib64/", "/lib/"})
+    for (const std::string& name : names) candidates.push_back(cuda_home + dir + name);
+  if (search_loader_path)
+    candidates.insert(candidates.end(), {stem + ".so.13", stem + ".so.12", stem + ".so"});
+  return candidates;
+}
+
 }  // namespace kjit

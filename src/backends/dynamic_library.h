@@ -35,4 +35,11 @@ class DynamicLibrary {
   std::string path_;
 };
 
+// Where a toolkit keeps `stem` (e.g. "libnvrtc"): <cuda_home>/lib64 (the
+// CUDA installer's layout) or <cuda_home>/lib (NVIDIA's Python wheels,
+// nvidia/cu13/lib), unversioned or by major version; then, when asked, the
+// same names on the loader's search path.
+std::vector<std::string> toolkit_library_candidates(const std::string& cuda_home, const std::string& stem,
+                                                    bool search_loader_path);
+
 }  // namespace kjit

@@ -7,10 +7,8 @@ namespace kjit {
 #if KJIT_HAVE_CUDA_HEADERS
 
 Result<std::shared_ptr<const NvJitLinkApi>> load_nvjitlink(const std::string& cuda_home, bool search_loader_path) {
-  std::vector<std::string> candidates{cuda_home + "/lib64/libnvJitLink.so", cuda_home + "/lib64/libnvJitLink.so.13",
-                                      cuda_home + "/lib64/libnvJitLink.so.12"};
-  if (search_loader_path) candidates.insert(candidates.end(), {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"});
-  auto library = DynamicLibrary::open_first(candidates);
+  auto library =
+      DynamicLibrary::open_first(toolkit_library_candidates(cuda_home, "libnvJitLink", search_loader_path));
   if (!library) return make_error(ErrorCode::failed_precondition, "nvJitLink is not available: " + library.error().message);
 
   auto api = std::make_shared<NvJitLinkApi>();

@@ -31,7 +31,8 @@ struct NvJitLinkApi {
 #endif
 };
 
-// Loads libnvJitLink from <cuda_home>/lib64, then (when asked) the loader's search path.
+// Loads libnvJitLink from <cuda_home>/lib64 or /lib (toolkit_library_candidates),
+// then (when asked) the loader's search path.
 Result<std::shared_ptr<const NvJitLinkApi>> load_nvjitlink(const std::string& cuda_home, bool search_loader_path);
 
 }  // namespace kjit

@@ -7,10 +7,7 @@ namespace kjit {
 #if KJIT_HAVE_CUDA_HEADERS
 
 Result<std::shared_ptr<const NvrtcApi>> load_nvrtc(const std::string& cuda_home, bool search_loader_path) {
-  std::vector<std::string> candidates{cuda_home + "/lib64/libnvrtc.so", cuda_home + "/lib64/libnvrtc.so.13",
-                                      cuda_home + "/lib64/libnvrtc.so.12"};
-  if (search_loader_path) candidates.insert(candidates.end(), {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
-  auto library = DynamicLibrary::open_first(candidates);
+  auto library = DynamicLibrary::open_first(toolkit_library_candidates(cuda_home, "libnvrtc", search_loader_path));
   if (!library) return make_error(ErrorCode::failed_precondition, "NVRTC is not available: " + library.error().message);
 
   auto api = std::make_shared<NvrtcApi>();

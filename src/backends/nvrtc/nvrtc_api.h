@@ -35,7 +35,8 @@ struct NvrtcApi {
 #endif
 };
 
-// Loads libnvrtc from <cuda_home>/lib64, then (when asked) the loader's search path.
+// Loads libnvrtc from <cuda_home>/lib64 or /lib (toolkit_library_candidates),
+// then (when asked) the loader's search path.
 Result<std::shared_ptr<const NvrtcApi>> load_nvrtc(const std::string& cuda_home, bool search_loader_path);
 
 }  // namespace kjit
