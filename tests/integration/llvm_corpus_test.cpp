@@ -53,7 +53,9 @@ std::vector<uint32_t> numbers(const std::string& text) {
 }
 
 CorpusFile read_corpus_file(const fs::path& path) {
-  CorpusFile file{path, read_file(path.string())};
+  CorpusFile file;
+  file.path = path;
+  file.text = read_file(path.string());
   std::stringstream lines(file.text);
   for (std::string line; std::getline(lines, line) && line.starts_with(";");) {
     auto value = [&](const std::string& key) -> std::optional<std::string> {
@@ -206,7 +208,9 @@ TEST_F(LlvmCorpusTest, KjitAndTheReferenceToolchainAgree) {
         EXPECT_EQ(k.max_threads_per_block, ref->max_threads_per_block);
         EXPECT_EQ(k.required_threads, ref->required_threads);
         EXPECT_EQ(k.max_registers, ref->max_registers);
-        if (file.llc_drops != "cluster") EXPECT_EQ(k.cluster_dims, ref->cluster_dims);
+        if (file.llc_drops != "cluster") {
+          EXPECT_EQ(k.cluster_dims, ref->cluster_dims);
+        }
       }
     }
     // And the bounds the file asks for, whatever llc-19 makes of them.
@@ -225,7 +229,9 @@ TEST_F(LlvmCorpusTest, KjitAndTheReferenceToolchainAgree) {
         const auto& m = want.bounds.at("maxntid");
         EXPECT_EQ(k->max_threads_per_block, m[0] * m[1] * m[2]);
       }
-      if (want.bounds.count("maxnreg")) EXPECT_EQ(k->max_registers, want.bounds.at("maxnreg")[0]);
+      if (want.bounds.count("maxnreg")) {
+        EXPECT_EQ(k->max_registers, want.bounds.at("maxnreg")[0]);
+      }
     }
   }
   std::error_code ec;
