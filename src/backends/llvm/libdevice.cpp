@@ -58,14 +58,10 @@ Result<LibdeviceResult> link_libdevice(const LibdeviceRequest& request) {
     out.ir = std::string(request.ir);
     return out;
   }
-  Status status = run_llvm_guarded(
-      "libdevice-link",
-      [&]() -> Status {
-        llvm::LLVMContext context;
-        LlvmDiagnostics diagnostics(context);
-        auto parsed = parse_for_target(context, request.ir, request.name, request.target);
-        if (!parsed) return parsed.error();
-        llvm::Module& module = *parsed->module;
+  Status status = with_parsed_module(
+      "libdevice-link", request.ir, request.name, request.target,
+      [&](ParsedModule& parsed, LlvmDiagnostics& diagnostics) -> Status {
+        llvm::Module& module = *parsed.module;
         out.linked = libdevice_calls(module);
         if (out.linked.empty()) {
           out.ir = std::string(request.ir);
@@ -80,7 +76,7 @@ Result<LibdeviceResult> link_libdevice(const LibdeviceRequest& request) {
         if (!bytes) return bytes.error();
         // Lazily: the linker materialises only the functions it links. The
         // bytes outlive the module, which is gone after the link.
-        auto library = llvm::getLazyBitcodeModule(llvm::MemoryBufferRef(**bytes, request.libdevice_path), context);
+        auto library = llvm::getLazyBitcodeModule(llvm::MemoryBufferRef(**bytes, request.libdevice_path), module.getContext());
         if (!library) {
           return make_error(ErrorCode::failed_precondition, "cannot read libdevice at " + request.libdevice_path +
                                                                 ": " + llvm::toString(library.takeError()));
@@ -103,14 +99,13 @@ Result<LibdeviceResult> link_libdevice(const LibdeviceRequest& request) {
 
         // What the module does not call goes now, so the passes after this
         // one parse kilobytes, not libdevice.
-        ModulePassRunner runner(parsed->machine.get());
+        ModulePassRunner runner(parsed.machine.get());
         llvm::ModulePassManager passes;
         passes.addPass(llvm::GlobalDCEPass());
         runner.run(passes, module);
         out.ir = write_bitcode(module);
         return Ok{};
-      },
-      request.ir);
+      });
   if (!status) return status.error();
   return out;
 }

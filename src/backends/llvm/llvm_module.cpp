@@ -326,6 +326,20 @@ Status run_llvm_guarded(std::string_view what, const std::function<Status()>& bo
   return result;
 }
 
+Status with_parsed_module(std::string_view what, std::string_view ir, std::string_view name, const LlvmTarget& target,
+                          const std::function<Status(ParsedModule&, LlvmDiagnostics&)>& body) {
+  return run_llvm_guarded(
+      what,
+      [&]() -> Status {
+        llvm::LLVMContext context;
+        LlvmDiagnostics diagnostics(context);
+        Result<ParsedModule> parsed = parse_for_target(context, ir, name, target);
+        if (!parsed) return parsed.error();
+        return body(*parsed, diagnostics);
+      },
+      ir);
+}
+
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 }  // namespace kjit

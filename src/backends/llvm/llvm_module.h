@@ -89,6 +89,12 @@ std::string write_bitcode(const llvm::Module& module);
 // invalid_argument naming both versions. `input` is the IR being compiled.
 Status run_llvm_guarded(std::string_view what, const std::function<Status()>& body, std::string_view input = {});
 
+// How every LLVM step starts: under run_llvm_guarded, a fresh context whose
+// diagnostics are collected, `ir` parsed for `target`; then `body` on the
+// parsed module.
+Status with_parsed_module(std::string_view what, std::string_view ir, std::string_view name, const LlvmTarget& target,
+                          const std::function<Status(ParsedModule&, LlvmDiagnostics&)>& body);
+
 // Whether a report_fatal_error reason is the input's doing (see above).
 bool fatal_error_is_input_error(std::string_view reason);
 

@@ -40,14 +40,12 @@ Result<std::string> run_llvm_passes(const LlvmOptimizeRequest& request) {
     if (Status s = load_llvm_pass_plugin(path); !s) return s.error();
 
   std::string bitcode;
-  Status status = run_llvm_guarded("llvm-passes", [&]() -> Status {
-    llvm::LLVMContext context;
-    LlvmDiagnostics diagnostics(context);
-    auto parsed = parse_for_target(context, request.ir, request.name, request.target);
-    if (!parsed) return parsed.error();
-    llvm::Module& module = *parsed->module;
+  Status status = with_parsed_module(
+      "llvm-passes", request.ir, request.name, request.target,
+      [&](ParsedModule& parsed, LlvmDiagnostics& diagnostics) -> Status {
+    llvm::Module& module = *parsed.module;
 
-    ModulePassRunner runner(parsed->machine.get(), [](llvm::PassBuilder& builder) {
+    ModulePassRunner runner(parsed.machine.get(), [](llvm::PassBuilder& builder) {
       std::lock_guard lock(g_plugins_mutex);
       for (auto& [path, plugin] : g_plugins) plugin.registerPassBuilderCallbacks(builder);
     });
@@ -62,7 +60,7 @@ Result<std::string> run_llvm_passes(const LlvmOptimizeRequest& request) {
     }
     bitcode = write_bitcode(module);
     return Ok{};
-  }, request.ir);
+  });
   if (!status) return status.error();
   return bitcode;
 }

@@ -26,14 +26,9 @@ uint32_t sm_of(std::string_view cpu) {
 
 Result<std::string> nvptx_codegen(std::string_view ir, std::string_view name, const LlvmTarget& target) {
   std::string ptx;
-  Status status = run_llvm_guarded(
-      "nvptx-codegen",
-      [&]() -> Status {
-        llvm::LLVMContext context;
-        LlvmDiagnostics diagnostics(context);
-        auto parsed = parse_for_target(context, ir, name, target);
-        if (!parsed) return parsed.error();
-        llvm::Module& module = *parsed->module;
+  Status status = with_parsed_module(
+      "nvptx-codegen", ir, name, target, [&](ParsedModule& parsed, LlvmDiagnostics& diagnostics) -> Status {
+        llvm::Module& module = *parsed.module;
 
         auto kernels = read_nvvm_kernels(module);
         if (!kernels) return kernels.error();
@@ -49,7 +44,7 @@ Result<std::string> nvptx_codegen(std::string_view ir, std::string_view name, co
         llvm::SmallString<0> buffer;
         llvm::raw_svector_ostream out(buffer);
         llvm::legacy::PassManager passes;
-        if (parsed->machine->addPassesToEmitFile(passes, out, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+        if (parsed.machine->addPassesToEmitFile(passes, out, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
           return make_error(ErrorCode::internal, "LLVM's NVPTX back end cannot emit PTX for " + target.cpu);
         }
         passes.run(module);
@@ -59,8 +54,7 @@ Result<std::string> nvptx_codegen(std::string_view ir, std::string_view name, co
         // LLVM 19 writes no cluster shape.
         ptx = add_cluster_directives(std::string_view(buffer.data(), buffer.size()), *kernels);
         return Ok{};
-      },
-      ir);
+      });
   if (!status) return status.error();
   return ptx;
 }

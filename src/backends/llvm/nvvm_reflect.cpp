@@ -17,17 +17,13 @@ Result<std::string> run_nvvm_reflect(const NvvmReflectRequest& request) {
   // (bitcode keeps symbol names as plain bytes).
   if (!request.ftz && request.ir.find("__nvvm_reflect") == std::string_view::npos) return std::string(request.ir);
   std::string bitcode;
-  Status status = run_llvm_guarded(
-      "nvvm-reflect",
-      [&]() -> Status {
-        llvm::LLVMContext context;
-        LlvmDiagnostics diagnostics(context);
-        auto parsed = parse_for_target(context, request.ir, request.name, request.target);
-        if (!parsed) return parsed.error();
-        llvm::Module& module = *parsed->module;
+  Status status = with_parsed_module(
+      "nvvm-reflect", request.ir, request.name, request.target,
+      [&](ParsedModule& parsed, LlvmDiagnostics& diagnostics) -> Status {
+        llvm::Module& module = *parsed.module;
         if (request.ftz) {
           module.setModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
-                               llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), *request.ftz ? 1 : 0));
+                               llvm::ConstantInt::get(llvm::Type::getInt32Ty(module.getContext()), *request.ftz ? 1 : 0));
           // What the NVPTX back end reads to pick .ftz instructions.
           const char* mode = *request.ftz ? "preserve-sign,preserve-sign" : "ieee,ieee";
           for (llvm::Function& function : module)
@@ -38,7 +34,7 @@ Result<std::string> run_nvvm_reflect(const NvvmReflectRequest& request) {
         // pass its registry names "nvvm-reflect" takes sm_0. The NVPTX target
         // adds the pass, with the target's SM, at the start of every default
         // pipeline: run just that extension point.
-        ModulePassRunner runner(parsed->machine.get());
+        ModulePassRunner runner(parsed.machine.get());
         llvm::ModulePassManager passes;
         runner.builder().invokePipelineStartEPCallbacks(passes, llvm::OptimizationLevel::O3);
         runner.run(passes, module);
@@ -46,8 +42,7 @@ Result<std::string> run_nvvm_reflect(const NvvmReflectRequest& request) {
           return make_error(ErrorCode::invalid_argument, "nvvm-reflect reported problems", diagnostics.log());
         bitcode = write_bitcode(module);
         return Ok{};
-      },
-      request.ir);
+      });
   if (!status) return status.error();
   return bitcode;
 }
