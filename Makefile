@@ -4,7 +4,7 @@
 JOBS ?= $(shell nproc)
 KJITD_ARGS ?=
 
-.PHONY: all deps configure build run test test-default test-asan test-fuzz test-gpu bench format clean
+.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-gpu bench format clean
 
 all: build
 
@@ -25,11 +25,17 @@ run: build
 	build/bin/kjitd $(KJITD_ARGS)
 
 # Every test: unit and integration tests in the default build, then the
-# integration tests again under AddressSanitizer + UBSan, then the fuzzers.
-test: test-default test-asan test-fuzz
+# Python client against the daemon, the integration tests again under
+# AddressSanitizer + UBSan, then the fuzzers.
+test: test-default test-python test-asan test-fuzz
 
 test-default: build
 	ctest --preset default -j 2 -LE gpu
+
+# The Python client (client/python) against build/bin/kjitd, from a virtual
+# environment in build/python-venv (reinstalled only when it changed).
+test-python: build
+	client/python/run-tests.sh
 
 build-asan/build.ninja:
 	cmake --preset asan

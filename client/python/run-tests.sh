@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Tests the Python client against a real kjitd (build/bin/kjitd, or $KJITD).
+# Installs the package and pytest into a virtual environment under
+# build/python-venv (or $KJIT_PYTHON_VENV), and reinstalls only when the
+# package's sources or the protos changed. Arguments go to pytest.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+venv=${KJIT_PYTHON_VENV:-$repo/build/python-venv}
+python=${PYTHON:-python3}
+
+if ! "$venv/bin/python" -c "" 2>/dev/null; then
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+fi
+
+# What the installed package is built from: its sources, its build files,
+# the protos its stubs are generated from, and the interpreter.
+stamp_of() {
+  {
+    "$venv/bin/python" -c 'import sys; print(sys.version)'
+    cd "$repo"
+    { find client/python/src -name '*.py' -not -path '*/kjit/v1/*' -not -name '_health_descriptor.py'
+      find proto -name '*.proto'
+      echo client/python/pyproject.toml; echo client/python/setup.py; echo client/python/README.md
+    } | LC_ALL=C sort | xargs sha256sum
+  } | sha256sum | cut -d' ' -f1
+}
+
+stamp_file="$venv/.kjit-client-stamp"
+stamp=$(stamp_of)
+if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
+  rm -f "$stamp_file"
+  # pip rebuilds and reinstalls a directory even when its version is installed.
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest "$here"
+  echo "$stamp" > "$stamp_file"
+fi
+
+cd "$here"
+exec "$venv/bin/python" -m pytest -q "$@" tests

@@ -1,0 +1,355 @@
+"""Typed results: plain dataclasses read from the kjit.v1 messages.
+
+Each result class names the message it is read from (`_proto`), and each of
+its fields reads the message's field of the same name (or the one named in
+the field's metadata). A field the message lacks (an older proto) keeps its
+default, so results read alike from older and newer daemons.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import ClassVar, Dict, Iterator, List, Optional
+
+
+def convert(cls, message):
+    """An instance of the dataclass cls read from the proto message."""
+    if message is None:
+        return cls()
+    by_name = message.DESCRIPTOR.fields_by_name
+    values = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        proto_name = f.metadata.get("proto", f.name)
+        descriptor = by_name.get(proto_name)
+        if descriptor is None:
+            continue
+        raw = getattr(message, proto_name)
+        if "enum" in f.metadata:
+            values[f.name] = _enum_name(descriptor, raw, *f.metadata["enum"])
+        elif "conv" in f.metadata:
+            values[f.name] = f.metadata["conv"](raw)
+        else:
+            values[f.name] = raw
+    return cls(**values)
+
+
+def _enum_name(descriptor, number, prefix, unspecified):
+    value = descriptor.enum_type.values_by_number.get(number)
+    if value is None:
+        return str(number)
+    name = value.name[len(prefix):] if value.name.startswith(prefix) else value.name
+    if name == "UNSPECIFIED":
+        return unspecified
+    return name.lower().replace("_", "-")
+
+
+def _message(cls):
+    return field(default_factory=cls, metadata={"conv": lambda m: convert(cls, m)})
+
+
+def _messages(cls):
+    return field(default_factory=list, metadata={"conv": lambda seq: [convert(cls, m) for m in seq]})
+
+
+def _strings():
+    return field(default_factory=list, metadata={"conv": list})
+
+
+def _map():
+    return field(default_factory=dict, metadata={"conv": dict})
+
+
+def _enum(prefix, unspecified):
+    return field(default=unspecified, metadata={"enum": (prefix, unspecified)})
+
+
+@dataclass(frozen=True)
+class Dim3:
+    x: int = 0
+    y: int = 0
+    z: int = 0
+    _proto: ClassVar[str] = "kjit.v1.Dim3"
+
+    def __iter__(self) -> Iterator[int]:
+        return iter((self.x, self.y, self.z))
+
+
+@dataclass
+class KernelInfo:
+    """What a kernel needs at launch, read from the compiled binary. Zero: not constrained."""
+
+    name: str = ""            # source-level name: "vector_add", "scale<float>"
+    lowered_name: str = ""    # the symbol in the binary
+    registers: int = 0
+    static_shared_bytes: int = 0
+    shared_section_bytes: int = 0
+    local_bytes: int = 0
+    max_threads_per_block: int = 0
+    required_threads: Dim3 = _message(Dim3)
+    cluster_dims: Dim3 = _message(Dim3)
+    max_registers: int = 0
+    param_bytes: int = 0
+    max_cluster_rank: int = 0
+    _proto: ClassVar[str] = "kjit.v1.KernelInfo"
+
+
+@dataclass
+class PassTiming:
+    name: str = field(default="", metadata={"proto": "pass"})
+    ms: float = 0.0
+    _proto: ClassVar[str] = "kjit.v1.PassTiming"
+
+
+@dataclass
+class StageTiming:
+    stage: str = ""
+    ms: float = 0.0
+    passes: List[PassTiming] = _messages(PassTiming)
+    _proto: ClassVar[str] = "kjit.v1.StageTiming"
+
+
+@dataclass
+class KeyComponent:
+    name: str = ""
+    value: str = ""
+    _proto: ClassVar[str] = "kjit.v1.KeyComponent"
+
+
+@dataclass
+class FatbinEntry:
+    """One part of a fatbin: a cubin for one target, or PTX."""
+
+    target: str = ""
+    kind: str = _enum("ARTIFACT_KIND_", "cubin")  # "cubin" or "ptx"
+    size: int = 0
+    cache: str = ""
+    key: str = ""
+    toolkit: str = ""
+    kernels: List[KernelInfo] = _messages(KernelInfo)
+    notes: List[str] = _strings()
+    _proto: ClassVar[str] = "kjit.v1.FatbinEntry"
+
+
+CACHE_HITS = ("memory", "disk", "redis")
+
+
+@dataclass
+class CompileResult:
+    artifact: bytes = field(default=b"", metadata={"conv": bytes})
+    artifact_kind: str = _enum("ARTIFACT_KIND_", "cubin")  # "cubin", "ptx", "fatbin"
+    target: str = ""            # canonical form of the request's target
+    kernels: List[KernelInfo] = _messages(KernelInfo)
+    lowered_names: Dict[str, str] = _map()  # name expression -> lowered name
+    key: str = ""               # cache key, hex SHA-256
+    key_components: List[KeyComponent] = _messages(KeyComponent)
+    # Who answered: "memory", "disk", "redis" (a cache tier), "compiled" or
+    # "joined" (waited for an identical request's compile).
+    cache: str = ""
+    log: str = ""
+    notes: List[str] = _strings()
+    pipeline: str = ""
+    server_ms: float = 0.0
+    timings: List[StageTiming] = _messages(StageTiming)
+    toolkit: str = ""
+    entries: List[FatbinEntry] = _messages(FatbinEntry)  # a fatbin's parts, in order
+    _proto: ClassVar[str] = "kjit.v1.CompileResponse"
+
+    @property
+    def cache_hit(self) -> bool:
+        return self.cache in CACHE_HITS
+
+    def kernel(self, name: str) -> KernelInfo:
+        """The kernel with this source-level or lowered name; KeyError when none."""
+        for k in self.kernels:
+            if name in (k.name, k.lowered_name):
+                return k
+        raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return "CompileResult(target=%r, artifact_kind=%r, artifact=<%d bytes>, kernels=%r, cache=%r, key=%r)" % (
+            self.target, self.artifact_kind, len(self.artifact), [k.name for k in self.kernels], self.cache, self.key)
+
+
+@dataclass
+class PipelineDescription:
+    name: str = ""
+    toml: str = ""
+    known_pipelines: List[str] = _strings()
+    active_plugins: List[str] = _strings()
+    _proto: ClassVar[str] = "kjit.v1.DescribePipelineResponse"
+
+
+@dataclass
+class FunctionAttribute:
+    name: str = ""  # cuda.h spelling
+    id: int = 0
+    value: int = 0
+    _proto: ClassVar[str] = "kjit.v1.FunctionAttribute"
+
+
+@dataclass
+class LaunchAttribute:
+    name: str = ""
+    id: int = 0
+    values: List[int] = field(default_factory=list, metadata={"conv": list})
+    _proto: ClassVar[str] = "kjit.v1.LaunchAttribute"
+
+
+@dataclass
+class LaunchPlan:
+    kernel: str = ""  # lowered name
+    target: str = ""
+    grid: Dim3 = _message(Dim3)
+    block: Dim3 = _message(Dim3)
+    dynamic_shared_bytes: int = 0
+    static_shared_bytes: int = 0
+    function_attributes: List[FunctionAttribute] = _messages(FunctionAttribute)
+    launch_attributes: List[LaunchAttribute] = _messages(LaunchAttribute)
+    oversized_shared_memory: bool = False
+    rests_on_ptx: bool = False
+    notes: List[str] = _strings()
+    description: str = ""  # the plan as a person reads it
+    limits_from_device: bool = False
+    _proto: ClassVar[str] = "kjit.v1.LaunchPlan"
+
+
+@dataclass
+class PlanResult:
+    plan: LaunchPlan = _message(LaunchPlan)
+    kernel: KernelInfo = _message(KernelInfo)
+    key: str = ""
+    _proto: ClassVar[str] = "kjit.v1.PlanLaunchResponse"
+
+
+@dataclass
+class TierStats:
+    tier: str = ""  # "memory", "disk", "redis"
+    hits: int = 0
+    misses: int = 0
+    puts: int = 0
+    bytes: int = 0
+    entries: int = 0
+    evictions: int = 0
+    corruptions: int = 0
+    errors: int = 0
+    skipped: int = 0
+    answered: int = 0
+    _proto: ClassVar[str] = "kjit.v1.TierStats"
+
+
+@dataclass
+class CacheStats:
+    tiers: List[TierStats] = _messages(TierStats)
+    lookups: int = 0
+    misses: int = 0
+    compiles: int = 0
+    joined: int = 0
+    fleet_waits: int = 0
+    lease_timeouts: int = 0
+    compile_ms_saved: float = 0.0
+    _proto: ClassVar[str] = "kjit.v1.StatsResponse"
+
+    def tier(self, name: str) -> Optional[TierStats]:
+        """The named tier's counters, None when the daemon runs without it."""
+        for t in self.tiers:
+            if t.tier == name:
+                return t
+        return None
+
+
+@dataclass
+class CacheListing:
+    key: str = ""
+    bytes: int = 0
+    last_access_unix: int = 0
+    _proto: ClassVar[str] = "kjit.v1.CacheListing"
+
+
+@dataclass
+class GcResult:
+    removed_entries: int = 0
+    removed_bytes: int = 0
+    entries_after: int = 0
+    bytes_after: int = 0
+    _proto: ClassVar[str] = "kjit.v1.GcResponse"
+
+
+@dataclass
+class VerifyResult:
+    checked: int = 0
+    removed: int = 0
+    _proto: ClassVar[str] = "kjit.v1.VerifyResponse"
+
+
+@dataclass
+class KeyDifference:
+    name: str = ""
+    left: str = ""
+    right: str = ""
+    present_left: bool = False
+    present_right: bool = False
+    _proto: ClassVar[str] = "kjit.v1.KeyDifference"
+
+
+@dataclass
+class ExplainResult:
+    left_key: str = ""
+    right_key: str = ""
+    left_components: List[KeyComponent] = _messages(KeyComponent)
+    right_components: List[KeyComponent] = _messages(KeyComponent)
+    differences: List[KeyDifference] = _messages(KeyDifference)
+    _proto: ClassVar[str] = "kjit.v1.ExplainResponse"
+
+    @property
+    def same(self) -> bool:
+        return self.left_key == self.right_key
+
+    @property
+    def differing(self) -> List[str]:
+        """Names of the key components that differ."""
+        return [d.name for d in self.differences]
+
+
+@dataclass
+class ConfinementStatus:
+    mode: str = ""
+    description: str = ""
+    worker_confinement: str = ""
+    _proto: ClassVar[str] = "kjit.v1.ConfinementStatus"
+
+
+@dataclass
+class CompileBoundsStatus:
+    memory_bytes: int = 0
+    cpu_seconds: int = 0
+    open_files: int = 0
+    output_bytes: int = 0
+    timeout_seconds: int = 0
+    _proto: ClassVar[str] = "kjit.v1.CompileBoundsStatus"
+
+
+@dataclass
+class CompileWorkersStatus:
+    max_workers: int = 0
+    live_workers: int = 0
+    started: int = 0
+    last_start_ms: float = 0.0
+    _proto: ClassVar[str] = "kjit.v1.CompileWorkersStatus"
+
+
+@dataclass
+class DaemonStatus:
+    version: str = ""
+    confinement: ConfinementStatus = _message(ConfinementStatus)
+    bounds: CompileBoundsStatus = _message(CompileBoundsStatus)
+    workers: CompileWorkersStatus = _message(CompileWorkersStatus)
+    _proto: ClassVar[str] = "kjit.v1.GetStatusResponse"
+
+
+RESULT_TYPES = (
+    Dim3, KernelInfo, PassTiming, StageTiming, KeyComponent, FatbinEntry, CompileResult, PipelineDescription,
+    FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, CacheStats, CacheListing, GcResult,
+    VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
+    DaemonStatus,
+)
