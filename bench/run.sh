@@ -4,6 +4,7 @@
 #   kjit_bench_pipeline  per-stage times of the LLVM path, pipeline machinery overhead
 #   kjit_bench_confinement  cold compiles with confined workers vs --sandbox off, worker start
 #   kjit_bench_libdevice  the LLVM path with libdevice math against clang-19 + nvJitLink
+#   multi_target_bench.sh  a four-target fatbin against nvcc -fatbin and four single compiles
 # Arguments (e.g. --reps 31) go to every benchmark. Run from anywhere inside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,4 @@ echo
 cmake --build build --target kjit_bench_libdevice
 build/bin/kjit_bench_libdevice "$@"
 echo; cmake --build build --target kjit_bench_cache && build/bin/kjit_bench_cache  # its own options (--quick), not --reps
+echo; bench/multi_target_bench.sh

@@ -50,6 +50,16 @@ std::string checksum_field(std::string_view body) {
 
 std::string metadata_bytes(const CacheEntry& entry) {
   internal::ArtifactRecord record;
+  if (entry.blob) {
+    // A blob has no artifact fields; the kind marker is what tells a reader
+    // not to look for them.
+    record.set_entry_kind(entry.blob->kind);
+    record.set_blob_namespace(entry.blob->ns);
+    record.set_blob_key(entry.blob->key);
+    record.set_blob_name(entry.blob->name);
+    record.set_created_unix(entry.created_unix);
+    return record.SerializeAsString();
+  }
   to_record(entry.artifact, record);
   record.set_compile_ms(entry.compile_ms);
   record.set_created_unix(entry.created_unix);
@@ -73,6 +83,12 @@ Result<CacheEntry> entry_from_metadata(std::string_view metadata, std::string ke
   entry.key = std::move(key);
   entry.compile_ms = record.compile_ms();
   entry.created_unix = record.created_unix();
+  if (!record.entry_kind().empty()) {
+    entry.blob = BlobIdentity{std::move(*record.mutable_entry_kind()), std::move(*record.mutable_blob_namespace()),
+                              std::move(*record.mutable_blob_key()), std::move(*record.mutable_blob_name())};
+    entry.artifact.bytes.assign(payload);
+    return entry;
+  }
   Result<Artifact> artifact = from_record(std::move(record));
   if (!artifact) return corrupt(artifact.error().message);
   entry.artifact = std::move(artifact.value());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,11 +15,25 @@
 
 namespace kjit {
 
+// What a client stored under (namespace, key, name), rather than what kjit
+// compiled. The cache keeps keys opaque; whoever derives a blob's key keeps
+// blob keys and compile keys apart, and checks the identity on every read.
+struct BlobIdentity {
+  std::string kind;  // "client-blob" or "client-blob-group"; never empty
+  std::string ns;
+  std::string key;
+  std::string name;
+  bool operator==(const BlobIdentity&) const = default;
+};
+
 struct CacheEntry {
-  std::string key;  // CacheKey::hex
-  Artifact artifact;
+  std::string key;  // CacheKey::hex, or a client blob's key
+  Artifact artifact;  // a blob: only artifact.bytes, the blob itself
   double compile_ms = 0;     // what a hit saves; summed into "compile time saved"
   int64_t created_unix = 0;  // seconds since the epoch, when it was compiled
+  // Set for a client blob, in the metadata as ArtifactRecord.entry_kind and
+  // blob_*; absent for every compiled artifact.
+  std::optional<BlobIdentity> blob;
 };
 
 // The entry's Artifact as a pointer that keeps the whole entry alive: what a

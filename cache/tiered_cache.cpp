@@ -21,6 +21,10 @@ Store* TieredCache::tier(CacheTier tier) const {
   return stores_[index_of(tier)].get();
 }
 
+TieredCache::Tiers TieredCache::shared_tiers() const {
+  return Tiers{memory_, stores_[index_of(CacheTier::disk)], stores_[index_of(CacheTier::redis)]};
+}
+
 void TieredCache::note_failure(CacheTier tier, std::string_view operation, const Error& error) {
   const uint64_t n = ++counters_[index_of(tier)].failures;
   // A tier that is down fails every request; logging the 1st, 2nd, 4th, 8th…

@@ -72,6 +72,10 @@ class TieredCache {
   // The store behind a tier, or null when that tier is off.
   Store* tier(CacheTier tier) const;
 
+  // The stores themselves, for a second TieredCache over the same tiers that
+  // keeps its own lookup counters (client blobs, counted apart from compiles).
+  Tiers shared_tiers() const;
+
  private:
   // Own cache lines: every hit bumps these from whatever thread serves it.
   struct alignas(64) Counters {

@@ -146,6 +146,13 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   result.pipeline = response.pipeline();
   result.notes.assign(response.notes().begin(), response.notes().end());
   result.cache = response.cache();
+  result.toolkit = response.toolkit();
+  for (const v1::FatbinEntry& e : response.entries()) {
+    FatbinEntry entry{e.target(), from_proto(e.kind()), e.size(), e.cache(), e.key(), e.toolkit(), {}, {}};
+    for (const v1::KernelInfo& kernel : e.kernels()) entry.kernels.push_back(from_proto(kernel));
+    entry.notes.assign(e.notes().begin(), e.notes().end());
+    result.entries.push_back(std::move(entry));
+  }
   return result;
 }
 
@@ -171,6 +178,7 @@ Result<PipelineDescription> Client::describe_pipeline(InputKind input, const std
 Result<PlannedLaunch> Client::plan_launch(const KernelRef& kernel, const LaunchConfig& config) const {
   v1::PlanLaunchRequest request;
   to_wire(kernel, *request.mutable_source());
+  request.set_device_target(kernel.device_target);
   to_wire(config, *request.mutable_config());
   grpc::ClientContext context;
   impl_->set_deadline(context);
@@ -346,6 +354,36 @@ Result<DaemonStatus> Client::status() const {
   out.live_workers = response.workers().live_workers();
   out.workers_started = response.workers().started();
   out.last_worker_start_ms = response.workers().last_start_ms();
+  return out;
+}
+
+Result<ToolkitListing> Client::toolkits() const {
+  grpc::ClientContext context;
+  impl_->set_deadline(context);
+  v1::ListToolkitsRequest request;
+  v1::ListToolkitsResponse response;
+  grpc::Status status = impl_->compiler->ListToolkits(&context, request, &response);
+  if (!status.ok()) return from_grpc_status(status, context);
+  ToolkitListing out;
+  for (const v1::ToolkitInfo& t : response.toolkits()) {
+    ToolkitDescription d;
+    d.origin = t.origin();
+    d.home = t.home();
+    d.version = t.version();
+    d.nvrtc = t.nvrtc();
+    d.nvjitlink = t.nvjitlink();
+    d.nvfatbin = t.nvfatbin();
+    d.archs.assign(t.archs().begin(), t.archs().end());
+    d.include_dirs.assign(t.include_dirs().begin(), t.include_dirs().end());
+    d.notes.assign(t.notes().begin(), t.notes().end());
+    d.pinned = t.pinned();
+    d.libdevice = t.libdevice();
+    out.toolkits.push_back(std::move(d));
+  }
+  for (const v1::TargetRoute& r : response.routes())
+    out.routes.push_back({r.target(), r.toolkit(), r.supported(), r.reason()});
+  out.policy = response.policy();
+  out.fatbin_toolkit = response.fatbin_toolkit();
   return out;
 }
 

@@ -16,6 +16,7 @@ void to_wire(const CompileRequest& request, v1::CompileRequest& wire) {
   wire.set_pipeline(request.pipeline);
   for (const auto& [key, value] : request.pass_args) (*wire.mutable_pass_args())[key] = value;
   wire.set_allow_ptx_fallback(request.allow_ptx_fallback);
+  for (const std::string& target : request.targets) wire.add_targets(target);
 }
 
 }  // namespace kjit

@@ -35,3 +35,68 @@ cuda_home=${CUDA_HOME:-/usr/local/cuda}
 if [[ ! -e "$cuda_home/lib64/libnvrtc.so" && ! -e "$cuda_home/lib64/libnvrtc.so.13" ]]; then
   echo "install-deps: no CUDA toolkit at $cuda_home; kjit will build in compile-disabled mode"
 fi
+
+# NVIDIA's Python wheels: NVRTC, nvJitLink and nvFatbin newer than most
+# installed toolkits (they compile for architectures the system CUDA may not
+# know), with the headers kernels include (crt/, cuda_fp16.h and the rest of
+# the runtime's headers, CCCL's cuda/std, cub, thrust). pip's --target puts
+# them in a prefix of this checkout, so no root is needed and nothing outside
+# the repository changes; kjitd finds them there (KJIT_LOCAL_TOOLKIT_PREFIX).
+# A stamp naming the requested set makes a second run a no-op; set
+# KJIT_REFRESH_CUDA_WHEELS=1 to fetch the newest again. KJIT_CUDA_WHEELS_PREFIX
+# installs elsewhere (configure with -DKJIT_LOCAL_TOOLKIT_PREFIX= to match).
+# kjit builds without them, so any failure here is a warning.
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+wheels_prefix=${KJIT_CUDA_WHEELS_PREFIX:-$repo_root/.deps/cuda-wheels}
+wheels=(nvidia-cuda-nvrtc nvidia-nvjitlink nvidia-nvfatbin nvidia-cuda-crt nvidia-cuda-cccl nvidia-cuda-runtime)
+wheels_stamp="$wheels_prefix/.kjit-wheels"
+
+wheels_present() {
+  [[ -f "$wheels_stamp" && "$(cat "$wheels_stamp")" == "${wheels[*]}" ]] || return 1
+  local lib
+  for lib in libnvrtc.so libnvJitLink.so libnvfatbin.so; do
+    compgen -G "$wheels_prefix/nvidia/cu*/lib/$lib.*" >/dev/null || return 1
+  done
+}
+
+install_wheels() {
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "install-deps: WARNING: python3 -m pip is not available (Debian: python3-pip); skipping the CUDA wheels" >&2
+    return 0
+  fi
+  # The prefix is replaced whole below; never a directory this script did
+  # not make.
+  if [[ -d "$wheels_prefix" && ! -f "$wheels_stamp" && -n "$(ls -A "$wheels_prefix")" ]]; then
+    echo "install-deps: WARNING: $wheels_prefix exists and was not made by install-deps; skipping the CUDA wheels" >&2
+    return 0
+  fi
+  # Into a fresh directory, then swapped in: pip --target does not replace
+  # a package directory (nvidia/) that is already there, and a failed
+  # download must leave the previous set usable.
+  local staging
+  if ! mkdir -p "$(dirname "$wheels_prefix")" || ! staging=$(mktemp -d "$wheels_prefix.new.XXXXXX"); then
+    echo "install-deps: WARNING: cannot create $wheels_prefix; skipping the CUDA wheels" >&2
+    return 0
+  fi
+  # mktemp's 0700 would keep a kjitd running as another user out.
+  chmod u=rwx,go=rx "$staging"
+  echo "install-deps: installing ${wheels[*]} into $wheels_prefix"
+  if PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
+       --target "$staging" "${wheels[@]}"; then
+    printf '%s\n' "${wheels[*]}" >"$staging/.kjit-wheels"
+    rm -rf "$wheels_prefix"
+    mv "$staging" "$wheels_prefix"
+    echo "install-deps: CUDA wheels in $wheels_prefix:" \
+      "$(cd "$wheels_prefix" && ls -d nvidia_*.dist-info 2>/dev/null | sed 's/\.dist-info$//' | tr '\n' ' ')"
+  else
+    rm -rf "$staging"
+    echo "install-deps: WARNING: pip could not install the CUDA wheels (offline?); kjit builds without them," \
+      "and targets newer than the system toolkit stay unavailable" >&2
+  fi
+}
+
+if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && wheels_present; then
+  echo "install-deps: CUDA wheels present in $wheels_prefix"
+else
+  install_wheels
+fi

@@ -14,7 +14,10 @@ Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk c
 
 }  // namespace
 
-CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler) : compiler_(std::move(compiler)) {}
+CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler) : compiler_(std::move(compiler)) {
+  if (DaemonCache* cache = compiler_->cache())
+    blobs_ = std::make_unique<BlobStore>(cache->tiers->shared_tiers(), compiler_->config().max_blob_bytes);
+}
 
 grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRequest*, v1::StatsResponse* response) {
   DaemonCache* cache = compiler_->cache();
@@ -42,6 +45,16 @@ grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRe
   response->set_joined(once.joined);
   response->set_fleet_waits(once.fleet_waits);
   response->set_lease_timeouts(once.lease_timeouts);
+  BlobStats blobs = blobs_->stats();
+  v1::BlobStats* out = response->mutable_blobs();
+  out->set_puts(blobs.puts);
+  out->set_put_bytes(blobs.put_bytes);
+  out->set_gets(blobs.gets);
+  out->set_hits(blobs.hits);
+  out->set_misses(blobs.misses);
+  out->set_groups_put(blobs.groups_put);
+  out->set_group_gets(blobs.group_gets);
+  out->set_group_hits(blobs.group_hits);
   return grpc::Status::OK;
 }
 
@@ -65,7 +78,9 @@ grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequ
 grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::RemoveRequest* request, v1::RemoveResponse*) {
   DaemonCache* cache = compiler_->cache();
   if (!cache) return to_grpc_status(cache_off(), *context);
-  if (Status spelled = check_key_spelling(request->key()); !spelled) return to_grpc_status(spelled.error(), *context);
+  // `kjit cache ls` lists blobs too, so `kjit cache rm` takes their keys.
+  if (!is_blob_cache_key(request->key()))
+    if (Status spelled = check_key_spelling(request->key()); !spelled) return to_grpc_status(spelled.error(), *context);
   cache->tiers->remove(request->key());
   return grpc::Status::OK;
 }
@@ -134,6 +149,53 @@ grpc::Status CacheService::Explain(grpc::ServerContext* context, const v1::Expla
     out->set_present_left(d.present_left);
     out->set_present_right(d.present_right);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::PutBlob(grpc::ServerContext* context, const v1::PutBlobRequest* request,
+                                   v1::PutBlobResponse* response) {
+  if (!blobs_) return to_grpc_status(cache_off(), *context);
+  // The request is const: its data is copied once, into the entry.
+  Result<std::string> key = blobs_->put(request->namespace_(), request->key(), request->name(), request->data());
+  if (!key) return to_grpc_status(key.error(), *context);
+  response->set_cache_key(std::move(*key));
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest* request,
+                                   v1::GetBlobResponse* response) {
+  if (!blobs_) return to_grpc_status(cache_off(), *context);
+  Result<std::optional<BlobHit>> hit = blobs_->get(request->namespace_(), request->key(), request->name());
+  if (!hit) return to_grpc_status(hit.error(), *context);
+  if (!hit->has_value()) return grpc::Status::OK;
+  response->set_found(true);
+  response->set_data((*hit)->entry->artifact.bytes);
+  response->set_cache(std::string(to_string((*hit)->tier)));
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::PutBlobGroup(grpc::ServerContext* context, const v1::PutBlobGroupRequest* request,
+                                        v1::PutBlobGroupResponse*) {
+  if (!blobs_) return to_grpc_status(cache_off(), *context);
+  std::vector<std::string> names(request->names().begin(), request->names().end());
+  if (Status s = blobs_->put_group(request->namespace_(), request->key(), request->group(), names); !s)
+    return to_grpc_status(s.error(), *context);
+  return grpc::Status::OK;
+}
+
+grpc::Status CacheService::GetBlobGroup(grpc::ServerContext* context, const v1::GetBlobGroupRequest* request,
+                                        v1::GetBlobGroupResponse* response) {
+  if (!blobs_) return to_grpc_status(cache_off(), *context);
+  Result<BlobGroupAnswer> answer = blobs_->get_group(request->namespace_(), request->key(), request->group());
+  if (!answer) return to_grpc_status(answer.error(), *context);
+  response->set_found(answer->found);
+  for (const auto& [name, hit] : answer->members) {
+    v1::Blob* out = response->add_members();
+    out->set_name(name);
+    out->set_data(hit.entry->artifact.bytes);
+  }
+  for (const std::string& name : answer->missing) response->add_missing(name);
+  for (const std::string& name : answer->deferred) response->add_deferred(name);
   return grpc::Status::OK;
 }
 

@@ -1,9 +1,10 @@
 // The kjit.v1.Cache gRPC service: statistics, listing, removal, gc, verify,
-// and Explain (why two requests got different keys).
+// Explain (why two requests got different keys), and client blobs.
 #pragma once
 
 #include <memory>
 
+#include "server/blob_store.h"
 #include "server/cached_compiler.h"
 #include "kjit/v1/cache.grpc.pb.h"
 
@@ -19,10 +20,15 @@ class CacheService final : public v1::Cache::Service {
   grpc::Status Gc(grpc::ServerContext*, const v1::GcRequest*, v1::GcResponse*) override;
   grpc::Status Verify(grpc::ServerContext*, const v1::VerifyRequest*, v1::VerifyResponse*) override;
   grpc::Status Explain(grpc::ServerContext*, const v1::ExplainRequest*, v1::ExplainResponse*) override;
+  grpc::Status PutBlob(grpc::ServerContext*, const v1::PutBlobRequest*, v1::PutBlobResponse*) override;
+  grpc::Status GetBlob(grpc::ServerContext*, const v1::GetBlobRequest*, v1::GetBlobResponse*) override;
+  grpc::Status PutBlobGroup(grpc::ServerContext*, const v1::PutBlobGroupRequest*, v1::PutBlobGroupResponse*) override;
+  grpc::Status GetBlobGroup(grpc::ServerContext*, const v1::GetBlobGroupRequest*, v1::GetBlobGroupResponse*) override;
 
  private:
   Result<CacheKey> key_of(const v1::ExplainSide& side) const;
   std::shared_ptr<const CachedCompiler> compiler_;
+  std::unique_ptr<BlobStore> blobs_;  // null when the cache is off
 };
 
 }  // namespace kjit

@@ -99,6 +99,12 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
     job.name_expressions.push_back(expression);
   }
 
+  // FATBIN and several targets take the fatbin path (fatbin_compile.h); a
+  // job is one artifact for one target.
+  if (request.targets_size() > 0) return invalid("targets name a fatbin's parts; a single compile takes target");
+  if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_CUBIN &&
+      request.artifact() != v1::ARTIFACT_KIND_PTX)
+    return invalid("artifact " + std::to_string(request.artifact()) + " is not CUBIN or PTX");
   job.wanted = from_proto(request.artifact());
   job.pipeline = request.pipeline();
   if (static_cast<uint64_t>(request.pass_args_size()) > config.max_options)
@@ -145,6 +151,7 @@ void to_compile_response(const Artifact& artifact, const std::vector<StageTiming
     out->set_value(c.value);
   }
   response.set_pipeline(artifact.pipeline);
+  response.set_toolkit(artifact.toolkit);
   for (const std::string& note : artifact.notes) response.add_notes(note);
   response.set_log(artifact.log);
   for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *response.add_kernels());

@@ -27,8 +27,15 @@ class CompilerService final : public v1::Compiler::CallbackService {
   grpc::ServerUnaryReactor* DescribePipeline(grpc::CallbackServerContext* context,
                                              const v1::DescribePipelineRequest* request,
                                              v1::DescribePipelineResponse* response) override;
+  grpc::ServerUnaryReactor* ListToolkits(grpc::CallbackServerContext* context, const v1::ListToolkitsRequest* request,
+                                         v1::ListToolkitsResponse* response) override;
 
  private:
+  // A request for several targets: every part on the blocking pool at once,
+  // the last to finish combines them and answers.
+  grpc::ServerUnaryReactor* compile_fatbin(grpc::CallbackServerContext* context, const v1::CompileRequest& request,
+                                           v1::CompileResponse* response);
+
   std::shared_ptr<const CachedCompiler> compiler_;
   std::shared_ptr<ElasticThreadPool> blocking_work_;
 };

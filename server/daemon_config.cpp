@@ -164,6 +164,16 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     else if (k == "plugins") s = read_strings(node, path, k, config.plugins);
     else if (k == "llvm_pass_plugins") s = read_strings(node, path, k, config.llvm_pass_plugins);
     else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
+    else if (k == "toolkit_paths") s = read_strings(node, path, k, config.toolkit_paths);
+    else if (k == "local_toolkit_prefix") s = read_value(node, path, k, config.local_toolkit_prefix.emplace());
+    else if (k == "toolkit_policy") {
+      std::string text;
+      s = read_value(node, path, k, text);
+      std::optional<ToolkitPolicy> policy = parse_toolkit_policy(text);
+      if (s && !policy)
+        return config_error(path, "toolkit_policy must be \"system-first\" or \"newest\", not \"" + text + "\"");
+      if (policy) config.toolkit_policy = *policy;
+    }
     else if (k == "cache") s = read_cache(node, path, config.cache);
     else if (k == "compile_workers") {
       auto v = node.value_exact<int64_t>();  // 0 is meaningful: compile in the daemon
@@ -183,6 +193,7 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
         else if (lk == "max_options") s = read_value(lnode, path, full, config.max_options);
         else if (lk == "max_name_expressions") s = read_value(lnode, path, full, config.max_name_expressions);
         else if (lk == "max_launch_bytes") s = read_value(lnode, path, full, config.max_launch_bytes);
+        else if (lk == "max_blob_bytes") s = read_value(lnode, path, full, config.max_blob_bytes);
         else if (lk == "compile_timeout_s") s = read_value(lnode, path, full, config.compile_timeout_s);
         else if (lk == "compile_memory_bytes") s = read_value(lnode, path, full, config.compile_bounds.memory_bytes);
         else if (lk == "compile_cpu_seconds") s = read_value(lnode, path, full, config.compile_bounds.cpu_seconds);

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kjit/status.h"
 #include "pipeline/pipeline_spec.h"
+#include "pipeline/toolkit_routing.h"
 #include "target/target.h"
 
 namespace kjit {
@@ -58,6 +60,7 @@ struct DaemonConfig {
   uint32_t max_options = 256;
   uint32_t max_name_expressions = 1024;
   uint64_t max_launch_bytes = 256ull << 20;      // all buffers of one Launch request
+  uint64_t max_blob_bytes = 64ull << 20;         // one client blob (Cache.PutBlob)
   uint64_t compile_timeout_s = 300;              // a compile running longer is stopped
   CompileBounds compile_bounds;                  // [limits] compile_* : what one compile may use
   // How compile workers are confined: "landlock" (Landlock, seccomp and
@@ -75,6 +78,15 @@ struct DaemonConfig {
   std::vector<std::string> plugins;              // kjit plugin libraries (also $KJIT_PLUGIN_PATHS)
   std::vector<std::string> llvm_pass_plugins;    // LLVM pass plugins for llvm-passes
   std::vector<ToolkitRange> toolkits;            // [[toolkits]] from/to/cuda_home
+  // Where else to look for CUDA toolkits: NVIDIA's NVRTC/nvJitLink wheels in
+  // a Python environment's prefix, a site-packages directory, or an
+  // nvidia/cuNN directory. The system toolkit and the project's local prefix
+  // are always looked at.
+  std::vector<std::string> toolkit_paths;
+  // The project's own prefix of NVIDIA's wheels (scripts/install-deps.sh);
+  // unset: the one this build names (.deps/cuda-wheels), "": none.
+  std::optional<std::string> local_toolkit_prefix;
+  ToolkitPolicy toolkit_policy = ToolkitPolicy::system_first;  // which toolkit builds a target
   CacheConfig cache;                             // [cache]
 };
 
@@ -91,12 +103,16 @@ struct DaemonConfig {
 //   sandbox = "landlock"           # or "off": workers unconfined (a warning at start)
 //   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
 //   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
+//   toolkit_paths = ["/opt/venv", "/usr/lib/python3/dist-packages"]   # NVIDIA's wheels
+//   toolkit_policy = "system-first"  # or "newest": which toolkit builds each target
+//   local_toolkit_prefix = ""        # the project's wheel prefix; "": look only at the rest
 //   [limits]
 //   max_input_bytes = 16777216
 //   max_header_bytes = 67108864
 //   max_headers = 4096
 //   max_options = 256
 //   max_name_expressions = 1024
+//   max_blob_bytes = 67108864           # one client blob (Cache.PutBlob)
 //   compile_timeout_s = 300
 //   compile_memory_bytes = 4294967296   # address space one compile may add to its worker
 //   compile_cpu_seconds = 300

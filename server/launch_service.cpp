@@ -2,10 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "server/compile_translation.h"
+#include "server/fatbin_compile.h"
+#include "target/fatbin_choice.h"
 #include "convert/wire_convert.h"
 #include "kjit/kernel_args.h"
 #include "launch/plan_executor.h"
@@ -46,11 +49,46 @@ Error not_found_kernel(const std::string& name, const Artifact& artifact) {
 LaunchService::LaunchService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<DriverBinding> driver)
     : compiler_(std::move(compiler)), driver_(std::move(driver)) {}
 
-Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSource& source) const {
+// A request with several targets resolves to the one part `device` loads
+// (fatbin_choice.h), compiled (or found in the cache) alone.
+static Result<v1::CompileRequest> part_for_device(const v1::CompileRequest& request, std::optional<Target> device,
+                                           std::string& chosen) {
+  if (!wants_fatbin(request)) return request;
+  Result<std::vector<Target>> targets = fatbin_targets(request);
+  if (!targets) return targets.error();
+  if (!device)
+    return make_error(ErrorCode::invalid_argument,
+                      "a request with several targets is planned for the GPU that loads it: name it with "
+                      "device_target (kjit plan --device-target cuda:NN); this daemon has no GPU");
+  Target ptx = *std::max_element(targets->begin(), targets->end(),
+                                 [](const Target& a, const Target& b) { return a.sm < b.sm; });
+  ptx.suffix = '\0';
+  std::optional<FatbinChoice> choice = choose_fatbin_entry(*targets, ptx, *device);
+  if (!choice) {
+    std::string listed;
+    for (const Target& t : *targets) listed += (listed.empty() ? "" : ", ") + t.canonical();
+    return make_error(ErrorCode::failed_precondition, "no part of the fatbin loads on " + device->sm_name() +
+                                                          ": it holds cubins for " + listed + " and PTX for " +
+                                                          ptx.canonical() + ", which needs " + ptx.sm_name() + " or newer");
+  }
+  v1::CompileRequest part = request;
+  part.clear_targets();
+  part.set_target(choice->target.canonical());
+  part.set_artifact(choice->ptx ? v1::ARTIFACT_KIND_PTX : v1::ARTIFACT_KIND_CUBIN);
+  chosen = "the fatbin's " + choice->target.canonical() + (choice->ptx ? " PTX" : " cubin") + " is what " +
+           device->sm_name() + " loads";
+  return part;
+}
+
+Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSource& source,
+                                                             std::optional<Target> device) const {
   if (source.kernel().empty()) return make_error(ErrorCode::invalid_argument, "the kernel to launch is not named");
   ResolvedKernel resolved;
   if (source.has_compile()) {
-    Result<CompileJob> job = to_compile_job(source.compile(), compiler_->config());
+    Result<v1::CompileRequest> request = part_for_device(source.compile(), device, resolved.chosen_part);
+    if (!request) return request.error();
+    if (!resolved.chosen_part.empty()) resolved.device = device;
+    Result<CompileJob> job = to_compile_job(*request, compiler_->config());
     if (!job) return job.error();
     Result<CompileOutcome> outcome = compiler_->compile(*job);
     if (!outcome) return outcome.error();
@@ -86,6 +124,18 @@ Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSou
   return not_found_kernel(name, *resolved.artifact);
 }
 
+std::optional<Target> LaunchService::this_device() {
+  if (!driver_ || !driver_->available()) return std::nullopt;
+  std::lock_guard lock(device_mutex_);
+  if (!device_limits_) {
+    if (Result<DeviceLimits> limits = limits_from_device(*driver_)) device_limits_ = *limits;
+  }
+  if (!device_limits_) return std::nullopt;
+  Target device;
+  device.sm = device_limits_->sm;
+  return device;
+}
+
 DeviceLimits LaunchService::limits_for(const Target& target, bool& from_device) {
   from_device = false;
   if (driver_ && driver_->available()) {
@@ -102,10 +152,21 @@ DeviceLimits LaunchService::limits_for(const Target& target, bool& from_device) 
 
 grpc::Status LaunchService::PlanLaunch(grpc::ServerContext* context, const v1::PlanLaunchRequest* request,
                                        v1::PlanLaunchResponse* response) {
-  Result<ResolvedKernel> kernel = resolve(request->source());
+  std::optional<Target> device;
+  if (!request->device_target().empty()) {
+    Result<Target> named = parse_target(request->device_target());
+    if (!named) return to_grpc_status(named.error(), *context);
+    device = *named;
+  } else {
+    device = this_device();
+  }
+  Result<ResolvedKernel> kernel = resolve(request->source(), device);
   if (!kernel) return to_grpc_status(kernel.error(), *context);
   Result<Target> target = parse_target(kernel->artifact->target);
   if (!target) return to_grpc_status(target.error(), *context);
+  // A fatbin's part runs on a GPU that may be newer than the part's target:
+  // the plan is checked against that GPU's limits.
+  if (kernel->device) target = *kernel->device;
   bool from_device = false;
   DeviceLimits limits;
   {
@@ -114,6 +175,7 @@ grpc::Status LaunchService::PlanLaunch(grpc::ServerContext* context, const v1::P
   }
   Result<LaunchPlan> plan = plan_launch(kernel->info, limits, from_proto(request->config()), kernel->source);
   if (!plan) return to_grpc_status(plan.error(), *context);
+  if (!kernel->chosen_part.empty()) plan->notes.insert(plan->notes.begin(), kernel->chosen_part);
   to_proto(*plan, from_device, *response->mutable_plan());
   to_proto(kernel->info, *response->mutable_kernel());
   response->set_key(kernel->artifact->key);
@@ -136,10 +198,11 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
                           *context);
   }
 
-  Result<ResolvedKernel> kernel = resolve(request->source());
+  Result<ResolvedKernel> kernel = resolve(request->source(), this_device());
   if (!kernel) return to_grpc_status(kernel.error(), *context);
   Result<Target> target = parse_target(kernel->artifact->target);
   if (!target) return to_grpc_status(target.error(), *context);
+  if (kernel->device) target = *kernel->device;
 
   std::lock_guard lock(device_mutex_);
   bool from_device = false;

@@ -28,10 +28,16 @@ class LaunchService final : public v1::Launcher::Service {
     std::shared_ptr<const Artifact> artifact;  // shared with the cache on a hit
     KernelInfo info;
     KernelInfoSource source = KernelInfoSource::cubin;
+    // For a request with several targets: which part the GPU loads, and why.
+    std::optional<Target> device;
+    std::string chosen_part;
   };
 
  private:
-  Result<ResolvedKernel> resolve(const v1::KernelSource& source) const;
+  // `device`: the GPU a request with several targets is resolved for.
+  Result<ResolvedKernel> resolve(const v1::KernelSource& source, std::optional<Target> device) const;
+  // This daemon's GPU, when it has one.
+  std::optional<Target> this_device();
   // The device's limits when a driver is there, else the target table's.
   DeviceLimits limits_for(const Target& target, bool& from_device);
 

@@ -40,9 +40,12 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
   SandboxPolicy policy;
   std::set<std::string> read_only(std::begin(k_system_read_only), std::end(k_system_read_only));
   // Toolkits: their libraries and the headers every CUDA C++ compile sees.
-  if (!pipeline.toolkit().home().empty()) read_only.insert(pipeline.toolkit().home());
-  for (const std::string& dir : pipeline.toolkit().include_dirs()) read_only.insert(dir);
-  for (const ToolkitRange& range : config.toolkits) read_only.insert(range.cuda_home);
+  for (const RoutedToolkit& routed : pipeline.toolkits().all()) {
+    const CudaToolkit& toolkit = *routed.toolkit;
+    if (!toolkit.home().empty()) read_only.insert(toolkit.home());
+    for (const std::string& dir : toolkit.include_dirs()) read_only.insert(dir);
+    if (!toolkit.libdevice_path().empty()) read_only.insert(toolkit.libdevice_path());
+  }
   // Plugins: the files themselves, not the directories they sit in.
   for (const std::string& path : config.plugins) read_only.insert(std::filesystem::absolute(path).string());
   for (const std::string& path : config.llvm_pass_plugins) read_only.insert(std::filesystem::absolute(path).string());

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -39,8 +40,10 @@ std::optional<InputKind> kind_of(const CompileArgs& args) {
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
   CLI::App* cmd = app.add_subcommand("compile", "compile CUDA C++ (.cu), PTX (.ptx) or LLVM IR (.ll, .bc) to a cubin");
   cmd->add_option("file", args.file, "input file (.cu, .ptx, .ll, .bc)")->required();
-  cmd->add_option("--target,-t", args.target, "target, e.g. cuda:90 (default: the daemon's)");
-  cmd->add_option("-o,--output", args.output, "output file (default: <input stem>.cubin or .ptx)");
+  cmd->add_option("--target,-t", args.target,
+                  "target, e.g. cuda:90 (default: the daemon's); several, comma-separated, give a fatbin: "
+                  "cuda:80,cuda:90,cuda:100");
+  cmd->add_option("-o,--output", args.output, "output file (default: <input stem>.cubin, .ptx or .fatbin)");
   cmd->add_flag("--ptx", args.ptx, "stop at PTX");
   cmd->add_flag("--json", args.json, "print the response's metadata as one JSON object");
   cmd->add_option("-I,--include-dir", args.include_dirs, "search DIR for included headers (sent with the request)");
@@ -68,8 +71,18 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
   request.input_kind = *kind;
   request.input = std::move(*source);
   request.input_name = std::filesystem::path(args.file).filename().string();
-  request.target = args.target;
-  request.artifact = args.ptx ? ArtifactKind::ptx : ArtifactKind::cubin;
+  if (args.target.find(',') == std::string::npos) {
+    request.target = args.target;
+    request.artifact = args.ptx ? ArtifactKind::ptx : ArtifactKind::cubin;
+  } else {
+    if (args.ptx) return usage("--ptx: several targets give a fatbin, which holds PTX for the newest");
+    std::stringstream list(args.target);
+    for (std::string target; std::getline(list, target, ',');) {
+      if (target.empty()) return usage("--target '" + args.target + "' has an empty entry");
+      request.targets.push_back(target);
+    }
+    request.artifact = ArtifactKind::fatbin;
+  }
   request.name_expressions = args.name_expressions;
   request.pipeline = args.pipeline;
   request.allow_ptx_fallback = args.allow_ptx_fallback;
@@ -95,20 +108,17 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
   return request;
 }
 
-int run_compile(const CompileArgs& args, const std::string& socket_path) {
-  Result<CompileRequest> built = build_compile_request(args);
-  if (!built) return usage_error("compile", built.error().message);
-  CompileRequest& request = built.value();
+namespace {
 
-  auto start = std::chrono::steady_clock::now();
-  Client client(socket_path);
-  Result<CompileResult> result = client.compile(request);
-  double client_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+// The command once the request is built and answered; `client_ms` is how long
+// the client took, from its construction to the answer.
+int finish_compile(const CompileArgs& args, const std::string& socket_path, Result<CompileResult>& result,
+                   double client_ms) {
   if (!result) return report_error(result.error(), socket_path);
 
   std::string output = args.output;
   if (output.empty())
-    output = std::filesystem::path(args.file).stem().string() + (result->artifact_kind == ArtifactKind::ptx ? ".ptx" : ".cubin");
+    output = std::filesystem::path(args.file).stem().string() + "." + std::string(to_string(result->artifact_kind));
   if (output != "-") {
     std::ofstream out(output, std::ios::binary | std::ios::trunc);
     out.write(result->artifact.data(), static_cast<std::streamsize>(result->artifact.size()));
@@ -124,8 +134,46 @@ int run_compile(const CompileArgs& args, const std::string& socket_path) {
     if (output == "-") std::cout.write(result->artifact.data(), static_cast<std::streamsize>(result->artifact.size()));
     if (!result->log.empty()) std::fputs(result->log.c_str(), stderr);
     for (const std::string& note : result->notes) std::fprintf(stderr, "kjit: note: %s\n", note.c_str());
+    for (const FatbinEntry& entry : result->entries)
+      std::fprintf(stderr, "kjit: %s %s, %llu bytes, %s\n", entry.target.c_str(), std::string(to_string(entry.kind)).c_str(),
+                   static_cast<unsigned long long>(entry.size), entry.cache.c_str());
   }
   return k_exit_ok;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+[[noreturn]] void leave(int code) {
+  // Any output file is closed by now; what may remain buffered is stdio's.
+  std::cout.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+}  // namespace
+
+int run_compile(const CompileArgs& args, const std::string& socket_path) {
+  Result<CompileRequest> built = build_compile_request(args);
+  if (!built) return usage_error("compile", built.error().message);
+  auto start = std::chrono::steady_clock::now();
+  Client client(socket_path);
+  Result<CompileResult> result = client.compile(*built);
+  return finish_compile(args, socket_path, result, ms_since(start));
+}
+
+void run_compile_and_exit(const CompileArgs& args, const std::string& socket_path) {
+  Result<CompileRequest> built = build_compile_request(args);
+  if (!built) leave(usage_error("compile", built.error().message));
+  auto start = std::chrono::steady_clock::now();
+  // Never destroyed: destroying the last client shuts gRPC down, which wakes
+  // and joins the threads gRPC started and tears down its state, all of it
+  // pure cost at the end of a one-shot process (and, on a busy host, waits on
+  // the scheduler once per thread). The kernel reclaims it all at exit.
+  Client* client = new Client(socket_path);
+  Result<CompileResult> result = client->compile(*built);
+  leave(finish_compile(args, socket_path, result, ms_since(start)));
 }
 
 }  // namespace kjit::cli

@@ -32,5 +32,8 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);
 // headers under -I resolved); a usage problem comes back as invalid_argument.
 Result<CompileRequest> build_compile_request(const CompileArgs& args);
 int run_compile(const CompileArgs& args, const std::string& socket_path);
+// The same, for a process that ends with the command: exits with its code
+// without shutting gRPC down (see compile_command.cpp), after flushing stdio.
+[[noreturn]] void run_compile_and_exit(const CompileArgs& args, const std::string& socket_path);
 
 }  // namespace kjit::cli

@@ -35,6 +35,19 @@ nlohmann::json compile_result_to_json(const CompileResult& result) {
   for (const KeyComponent& c : result.key_components) key_components.push_back({{"name", c.name}, {"value", c.value}});
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelInfo& k : result.kernels) kernels.push_back(kernel_to_json(k));
+  nlohmann::json entries = nlohmann::json::array();
+  for (const FatbinEntry& e : result.entries) {
+    nlohmann::json entry_kernels = nlohmann::json::array();
+    for (const KernelInfo& k : e.kernels) entry_kernels.push_back(kernel_to_json(k));
+    entries.push_back({{"target", e.target},
+                       {"kind", std::string(to_string(e.kind))},
+                       {"size", e.size},
+                       {"cache", e.cache},
+                       {"key", e.key},
+                       {"toolkit", e.toolkit},
+                       {"kernels", entry_kernels},
+                       {"notes", e.notes}});
+  }
   return {
       {"target", result.target},
       {"artifact_kind", std::string(to_string(result.artifact_kind))},
@@ -50,6 +63,8 @@ nlohmann::json compile_result_to_json(const CompileResult& result) {
       {"pipeline", result.pipeline},
       {"notes", result.notes},
       {"cache", result.cache},
+      {"toolkit", result.toolkit},
+      {"entries", entries},
   };
 }
 

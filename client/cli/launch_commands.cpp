@@ -34,7 +34,9 @@ std::optional<Dim3> parse_dims(const std::string& text) {
 void add_shape_options(CLI::App* cmd, LaunchArgsCli& args) {
   cmd->add_option("file", args.compile.file, "kernel source: .cu, .ptx, .ll, .bc");
   cmd->add_option("--key", args.key, "a cache key instead of a file");
-  cmd->add_option("--target,-t", args.compile.target, "target, e.g. cuda:90");
+  cmd->add_option("--target,-t", args.compile.target, "target, e.g. cuda:90; several, comma-separated, for a fatbin");
+  cmd->add_option("--device-target", args.device_target,
+                  "with several targets: the GPU to plan for, e.g. cuda:100 (default: the daemon's GPU)");
   cmd->add_option("--kernel,-k", args.kernel, "kernel name (source-level or lowered)")->required();
   cmd->add_option("--grid", args.grid, "blocks: X[,Y,Z]");
   cmd->add_option("--block", args.block, "threads per block: X[,Y,Z]");
@@ -53,6 +55,7 @@ void add_shape_options(CLI::App* cmd, LaunchArgsCli& args) {
 Result<KernelRef> kernel_ref(const LaunchArgsCli& args) {
   KernelRef ref;
   ref.kernel = args.kernel;
+  ref.device_target = args.device_target;
   if (!args.key.empty()) {
     ref.key = args.key;
     return ref;

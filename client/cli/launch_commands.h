@@ -13,6 +13,7 @@ namespace kjit::cli {
 struct LaunchArgsCli {
   CompileArgs compile;  // FILE, --target, -I, -D, ...
   std::string key;      // instead of FILE
+  std::string device_target;  // several targets: the GPU to plan for
   std::string kernel;
   std::string grid = "1", block = "1", cluster;
   uint32_t dynamic_smem = 0;

@@ -6,6 +6,7 @@
 #include "client/cli/cache_commands.h"
 #include "client/cli/launch_commands.h"
 #include "client/cli/pipeline_command.h"
+#include "client/cli/toolkits_command.h"
 #include "client/cli/exit_codes.h"
 #include "kjit/client.h"
 #include "kjit/socket_path.h"
@@ -69,6 +70,9 @@ int main(int argc, char** argv) {
   plan->add_option("--socket,-s", socket, "kjitd's unix socket");
   CLI::App* launch = kjit::cli::add_launch_command(app, launch_args);
   launch->add_option("--socket,-s", socket, "kjitd's unix socket");
+  kjit::cli::ToolkitsArgs toolkits_args;
+  CLI::App* toolkits = kjit::cli::add_toolkits_command(app, toolkits_args);
+  toolkits->add_option("--socket,-s", socket, "kjitd's unix socket");
 
   try {
     app.parse(argc, argv);
@@ -82,11 +86,14 @@ int main(int argc, char** argv) {
   }
 
   std::string socket_path = kjit::resolve_socket_path(socket);
-  if (*compile) return kjit::cli::run_compile(compile_args, socket_path);
+  // The command that build scripts run once per kernel: it skips gRPC's
+  // shutdown at the end, a measurable part of a cache hit's time.
+  if (*compile) kjit::cli::run_compile_and_exit(compile_args, socket_path);
   if (*health) return run_health(socket_path, health_verbose);
   if (*cache) return kjit::cli::run_cache(cache_args, socket_path);
   if (*plan) return kjit::cli::run_plan(plan_args, socket_path);
   if (*launch) return kjit::cli::run_launch(launch_args, socket_path);
+  if (*toolkits) return kjit::cli::run_toolkits(toolkits_args, socket_path);
   if (*pipeline && *pipeline_show) return kjit::cli::run_pipeline_show(pipeline_args, socket_path);
   return kjit::cli::k_exit_usage;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tests the Python client against a real kjitd (build/bin/kjitd, or $KJITD).
-# Installs the package and pytest into a virtual environment under
+# Installs the package, pytest and triton into a virtual environment under
 # build/python-venv (or $KJIT_PYTHON_VENV), and reinstalls only when the
 # package's sources or the protos changed. Arguments go to pytest.
 set -euo pipefail
@@ -35,6 +35,16 @@ if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
   # pip rebuilds and reinstalls a directory even when its version is installed.
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest "$here"
   echo "$stamp" > "$stamp_file"
+fi
+
+# Triton for tests/test_triton.py (kjit.triton), once: a ~290 MB wheel, so
+# it is installed only when missing, at the version the tests were written
+# against. KJIT_SKIP_TRITON=1 leaves it out (those tests then skip).
+triton_version=3.9.0
+if [ -z "${KJIT_SKIP_TRITON:-}" ] && ! "$venv/bin/python" -c \
+    'import importlib.util, sys; sys.exit(importlib.util.find_spec("triton") is None)'; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "triton==$triton_version" ||
+    echo "run-tests.sh: could not install triton $triton_version; tests/test_triton.py will skip" >&2
 fi
 
 cd "$here"

@@ -26,6 +26,21 @@ struct CompileRequest {
   std::string pipeline;                        // a named pipeline; empty: the default
   std::map<std::string, std::string> pass_args;  // "PASS.KEY" -> value
   bool allow_ptx_fallback = false;             // PTX instead of an error when no cubin can be built
+  // Several targets instead of `target`: the answer is a fatbin with a cubin
+  // for each and PTX for the newest, each part compiled and cached alone.
+  std::vector<std::string> targets;
+};
+
+// One part of a fatbin answer.
+struct FatbinEntry {
+  std::string target;
+  ArtifactKind kind = ArtifactKind::cubin;  // cubin or ptx
+  uint64_t size = 0;
+  std::string cache;    // where the part came from: "memory", "disk", "redis" or "compiled"
+  std::string key;      // the part's own cache key
+  std::string toolkit;  // the CUDA toolkit that built it
+  std::vector<KernelInfo> kernels;
+  std::vector<std::string> notes;
 };
 
 struct CompileResult {
@@ -42,6 +57,34 @@ struct CompileResult {
   std::string pipeline;                      // the pipeline that ran
   std::vector<std::string> notes;
   std::string cache;  // "memory", "disk", "redis", "compiled" or "joined" (shared another request's compile)
+  std::string toolkit;               // the CUDA toolkit that built the artifact, "13.5 (local: /path)"
+  std::vector<FatbinEntry> entries;  // a fatbin's parts
+};
+
+// A CUDA toolkit the daemon found (`kjit toolkits`).
+struct ToolkitDescription {
+  std::string origin;  // "system", "wheel", "local" or "configured"
+  std::string home;
+  std::string version;
+  std::string nvrtc, nvjitlink, nvfatbin;  // the library loaded, or why not
+  std::vector<uint32_t> archs;
+  std::vector<std::string> include_dirs;
+  std::vector<std::string> notes;
+  std::string pinned;  // the [[toolkits]] range, when pinned
+  std::string libdevice;
+};
+
+struct ToolkitListing {
+  std::vector<ToolkitDescription> toolkits;
+  struct Route {
+    std::string target;
+    int toolkit = -1;  // index into toolkits
+    bool supported = false;
+    std::string reason;
+  };
+  std::vector<Route> routes;
+  std::string policy;
+  int fatbin_toolkit = -1;
 };
 
 struct PipelineDescription {
@@ -57,6 +100,9 @@ struct KernelRef {
   CompileRequest compile;
   std::string key;     // used when compile.input is empty
   std::string kernel;  // "vector_add", "scale<float>" or the lowered name
+  // For a compile with several targets: the GPU to plan for ("cuda:100");
+  // empty: the daemon's GPU.
+  std::string device_target;
 };
 
 struct PlannedAttribute {
@@ -205,6 +251,8 @@ class Client {
   // "SERVING" when the daemon is up.
   Result<std::string> health() const;
   Result<DaemonStatus> status() const;
+  // The CUDA toolkits the daemon found and which builds each target.
+  Result<ToolkitListing> toolkits() const;
 
  private:
   struct Impl;

@@ -11,7 +11,9 @@
 namespace kjit {
 
 enum class InputKind { cuda_source, ptx, llvm_ir, llvm_bitcode, hip_source };
-enum class ArtifactKind { cubin, ptx };
+// fatbin: several targets' cubins and PTX in one file, the answer to a
+// request with several targets; never a cache entry of its own.
+enum class ArtifactKind { cubin, ptx, fatbin };
 
 // Spellings used on the command line, in JSON and in logs ("cuda-source").
 std::string_view to_string(InputKind kind);

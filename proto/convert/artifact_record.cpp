@@ -72,6 +72,7 @@ void to_record(const Artifact& artifact, internal::ArtifactRecord& record) {
     out.set_value(component.value);
   }
   record.set_pipeline(artifact.pipeline);
+  record.set_toolkit(artifact.toolkit);
   for (const std::string& note : artifact.notes) record.add_notes(note);
 }
 
@@ -98,6 +99,7 @@ Result<Artifact> from_record(internal::ArtifactRecord&& record) {
   for (internal::KeyComponent& component : *record.mutable_key_components())
     a.key_components.push_back(KeyComponent{std::move(*component.mutable_name()), std::move(*component.mutable_value())});
   a.pipeline = std::move(*record.mutable_pipeline());
+  a.toolkit = std::move(*record.mutable_toolkit());
   for (std::string& note : *record.mutable_notes()) a.notes.push_back(std::move(note));
   return a;
 }

@@ -25,11 +25,20 @@ std::optional<InputKind> from_proto(v1::InputKind kind) {
 }
 
 v1::ArtifactKind to_proto(ArtifactKind kind) {
-  return kind == ArtifactKind::ptx ? v1::ARTIFACT_KIND_PTX : v1::ARTIFACT_KIND_CUBIN;
+  switch (kind) {
+    case ArtifactKind::ptx: return v1::ARTIFACT_KIND_PTX;
+    case ArtifactKind::fatbin: return v1::ARTIFACT_KIND_FATBIN;
+    case ArtifactKind::cubin: break;
+  }
+  return v1::ARTIFACT_KIND_CUBIN;
 }
 
 ArtifactKind from_proto(v1::ArtifactKind kind) {
-  return kind == v1::ARTIFACT_KIND_PTX ? ArtifactKind::ptx : ArtifactKind::cubin;
+  switch (kind) {
+    case v1::ARTIFACT_KIND_PTX: return ArtifactKind::ptx;
+    case v1::ARTIFACT_KIND_FATBIN: return ArtifactKind::fatbin;
+    default: return ArtifactKind::cubin;
+  }
 }
 
 void to_proto(const Dim3& dims, v1::Dim3& out) {

@@ -1,14 +1,65 @@
 #include "backends/cuda_toolkit.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
+#include "backends/nvfatbin/nvfatbin_api.h"
 #include "backends/nvjitlink/nvjitlink_api.h"
 #include "backends/nvrtc/nvrtc_api.h"
+#include "target/target.h"
 
 namespace kjit {
+namespace {
 
-std::shared_ptr<const CudaToolkit> CudaToolkit::load(std::string cuda_home) {
+namespace fs = std::filesystem;
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+bool is_dir(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+// The directory holding the headers CUDA C++ includes from the toolkit
+// (cuda_runtime.h, cuda_fp16.h, crt/): an installed toolkit's include/, or
+// that of a wheel environment with nvidia-cuda-runtime or nvidia-cuda-crt.
+// NVRTC's wheel alone puts only nvrtc.h there, which no kernel includes.
+std::string cuda_header_dir(const std::string& home) {
+  const std::string include = home + "/include";
+  return is_file(include + "/cuda_runtime.h") || is_file(include + "/crt/host_defines.h") ? include : std::string{};
+}
+
+// Where CCCL's cuda/std, cub and thrust are: include/cccl in CUDA 13 and in
+// the nvidia-cuda-cccl wheel, include itself in CUDA 12 (and in wheels that
+// lay it out so).
+std::string cccl_header_dir(const std::string& home) {
+  for (const char* sub : {"/include/cccl", "/include"}) {
+    const std::string dir = home + sub;
+    if (is_dir(dir + "/cuda/std")) return dir;
+  }
+  return {};
+}
+
+// "13.4" as (13, 4); (0, 0) when it is not that shape.
+std::pair<unsigned, unsigned> parse_version(std::string_view text) {
+  unsigned major = 0, minor = 0;
+  const char* end = text.data() + text.size();
+  auto [after_major, ec] = std::from_chars(text.data(), end, major);
+  if (ec != std::errc{}) return {0, 0};
+  if (after_major != end && *after_major == '.') std::from_chars(after_major + 1, end, minor);
+  return {major, minor};
+}
+
+}  // namespace
+
+std::shared_ptr<const CudaToolkit> CudaToolkit::load(std::string cuda_home,
+                                                     std::shared_ptr<const CudaToolkit> header_fallback) {
   // A toolkit named by the configuration is the only one used; otherwise the
   // default location, then whatever the loader finds.
   bool search_loader_path = cuda_home.empty();
@@ -23,15 +74,56 @@ std::shared_ptr<const CudaToolkit> CudaToolkit::load(std::string cuda_home) {
   else toolkit->nvrtc_error_ = nvrtc.error();
   if (auto nvjitlink = load_nvjitlink(cuda_home, search_loader_path)) toolkit->nvjitlink_ = std::move(nvjitlink.value());
   else toolkit->nvjitlink_error_ = nvjitlink.error();
+  if (auto nvfatbin = load_nvfatbin(cuda_home, search_loader_path)) toolkit->nvfatbin_ = std::move(nvfatbin.value());
+  else toolkit->nvfatbin_error_ = nvfatbin.error();
 
-  // CUDA 13 keeps the C++ core libraries (cuda/std, cub, thrust) under cccl/.
-  for (const char* sub : {"/include", "/include/cccl"}) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(cuda_home + sub, ec)) toolkit->include_dirs_.push_back(cuda_home + sub);
+  const CudaToolkit* fallback = header_fallback.get();
+  const std::string from_fallback =
+      fallback ? " from the toolkit " + fallback->version() + " at " + fallback->home() + ": " + cuda_home + " has none"
+               : std::string{};
+
+  // The CUDA headers and CCCL are taken separately: a wheel environment may
+  // hold one and not the other. Borrowed headers belong to another, often
+  // older, toolkit (notes() says which); without them no kernel that
+  // includes a toolkit header compiles at all.
+  toolkit->cuda_include_dir_ = cuda_header_dir(cuda_home);
+  if (toolkit->cuda_include_dir_.empty() && fallback && !fallback->cuda_include_dir_.empty()) {
+    toolkit->cuda_include_dir_ = fallback->cuda_include_dir_;
+    toolkit->notes_.push_back("CUDA headers (cuda_runtime.h, crt/)" + from_fallback);
   }
-  std::error_code ec;
-  std::string libdevice = cuda_home + "/nvvm/libdevice/libdevice.10.bc";
-  if (std::filesystem::is_regular_file(libdevice, ec)) toolkit->libdevice_path_ = libdevice;
+  toolkit->cccl_include_dir_ = cccl_header_dir(cuda_home);
+  if (toolkit->cccl_include_dir_.empty() && fallback && !fallback->cccl_include_dir_.empty()) {
+    toolkit->cccl_include_dir_ = fallback->cccl_include_dir_;
+    toolkit->notes_.push_back("CCCL headers (cuda/std, cub, thrust)" + from_fallback);
+  }
+  if (!toolkit->cuda_include_dir_.empty() || !toolkit->cccl_include_dir_.empty()) {
+    for (const std::string* dir : {&toolkit->cuda_include_dir_, &toolkit->cccl_include_dir_})
+      if (!dir->empty() && std::find(toolkit->include_dirs_.begin(), toolkit->include_dirs_.end(), *dir) ==
+                               toolkit->include_dirs_.end())
+        toolkit->include_dirs_.push_back(*dir);
+    if (toolkit->cuda_include_dir_.empty())
+      toolkit->notes_.push_back("no CUDA headers (include/cuda_runtime.h or include/crt/host_defines.h) in " +
+                                cuda_home + (fallback ? " nor in " + fallback->home() : std::string{}));
+    if (toolkit->cccl_include_dir_.empty())
+      toolkit->notes_.push_back("no CCCL headers (cuda/std, cub, thrust) in " + cuda_home +
+                                (fallback ? " nor in " + fallback->home() : std::string{}));
+  } else {
+    // Neither found: what there is, as before, so a toolkit laid out some
+    // other way still gets its include directories.
+    for (const char* sub : {"/include", "/include/cccl"})
+      if (is_dir(cuda_home + sub)) toolkit->include_dirs_.push_back(cuda_home + sub);
+    toolkit->notes_.push_back("no CUDA headers (include/cuda_runtime.h or include/crt/host_defines.h) in " +
+                              cuda_home + (fallback ? " nor in " + fallback->home() : std::string{}) +
+                              ": kernels including toolkit headers will not compile");
+  }
+
+  const std::string libdevice = cuda_home + "/nvvm/libdevice/libdevice.10.bc";
+  if (is_file(libdevice)) {
+    toolkit->libdevice_path_ = libdevice;
+  } else if (fallback && !fallback->libdevice_path_.empty()) {
+    toolkit->libdevice_path_ = fallback->libdevice_path_;
+    toolkit->notes_.push_back("libdevice" + from_fallback);
+  }
   return toolkit;
 }
 
@@ -45,6 +137,11 @@ Result<const NvJitLinkApi*> CudaToolkit::nvjitlink() const {
   return nvjitlink_.get();
 }
 
+Result<const NvFatbinApi*> CudaToolkit::nvfatbin() const {
+  if (!nvfatbin_) return nvfatbin_error_;
+  return nvfatbin_.get();
+}
+
 std::string CudaToolkit::version() const {
   if (nvrtc_) return std::to_string(nvrtc_->major) + "." + std::to_string(nvrtc_->minor);
   if (nvjitlink_) return std::to_string(nvjitlink_->major) + "." + std::to_string(nvjitlink_->minor);
@@ -53,6 +150,19 @@ std::string CudaToolkit::version() const {
 
 std::vector<uint32_t> CudaToolkit::supported_archs() const {
   return nvrtc_ ? nvrtc_->supported_archs : std::vector<uint32_t>{};
+}
+
+bool CudaToolkit::supports(const Target& target) const {
+  const ArchInfo* arch = find_arch(target.sm);
+  if (!arch) return false;
+  const std::pair<unsigned, unsigned> have = parse_version(version());
+  if (target.suffix == 'f' && have < std::pair<unsigned, unsigned>{12, 9}) return false;
+  if (nvrtc_) {
+    const std::vector<uint32_t>& archs = nvrtc_->supported_archs;
+    return std::find(archs.begin(), archs.end(), target.sm) != archs.end();
+  }
+  if (nvjitlink_) return have >= parse_version(arch->min_cuda);
+  return false;
 }
 
 }  // namespace kjit

@@ -14,36 +14,60 @@ namespace kjit {
 
 struct NvrtcApi;
 struct NvJitLinkApi;
+struct NvFatbinApi;
+struct Target;
 
 class CudaToolkit {
  public:
   // cuda_home empty: $CUDA_HOME, then the toolkit kjit was built against,
-  // then the loader's search path. A given cuda_home is the only place looked.
-  static std::shared_ptr<const CudaToolkit> load(std::string cuda_home = {});
+  // then the loader's search path. A given cuda_home is the only place looked
+  // for libraries. What cuda_home lacks of the headers CUDA C++ includes (the
+  // runtime's and crt/, CCCL's cuda/std) and of libdevice is taken from
+  // header_fallback when one is given: NVIDIA's NVRTC wheel alone carries
+  // nvrtc.h and nothing a kernel includes. notes() says what was borrowed.
+  static std::shared_ptr<const CudaToolkit> load(std::string cuda_home = {},
+                                                 std::shared_ptr<const CudaToolkit> header_fallback = nullptr);
 
   const std::string& home() const { return home_; }
 
   // The loaded library, or the error explaining why it is not there.
   Result<const NvrtcApi*> nvrtc() const;
   Result<const NvJitLinkApi*> nvjitlink() const;
+  // libnvfatbin, looked for as NVRTC is. Toolkits before 12.4 have none, and
+  // a wheel environment has one only with nvidia-nvfatbin installed.
+  Result<const NvFatbinApi*> nvfatbin() const;
 
   // "13.0" from NVRTC (or nvJitLink); "none" when neither loaded.
   std::string version() const;
   // SM numbers NVRTC can compile for; empty when NVRTC did not load.
   std::vector<uint32_t> supported_archs() const;
-  // The toolkit's own header directories, given to every CUDA C++ compile.
+  // Whether this toolkit can build for `target`: NVRTC lists target.sm among
+  // its architectures; without NVRTC, nvJitLink is at least the CUDA version
+  // that introduced the architecture (the target table's min_cuda). Family
+  // targets (sm_XXXf) also need CUDA 12.9, which introduced them.
+  bool supports(const Target& target) const;
+  // The header directories given to every CUDA C++ compile: the toolkit's
+  // own, or those borrowed from the fallback (notes() says so).
   const std::vector<std::string>& include_dirs() const { return include_dirs_; }
-  // <home>/nvvm/libdevice/libdevice.10.bc, which the LLVM path links for
-  // modules calling __nv_* math; empty when the toolkit has none.
+  // <home>/nvvm/libdevice/libdevice.10.bc (or the fallback's), which the
+  // LLVM path links for modules calling __nv_* math; empty when there is none.
   const std::string& libdevice_path() const { return libdevice_path_; }
+  // What load() decided that a reader of the logs should know: headers or
+  // libdevice taken from the fallback toolkit, or missing altogether.
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   std::string home_;
   std::shared_ptr<const NvrtcApi> nvrtc_;
   std::shared_ptr<const NvJitLinkApi> nvjitlink_;
-  Error nvrtc_error_, nvjitlink_error_;
+  std::shared_ptr<const NvFatbinApi> nvfatbin_;
+  Error nvrtc_error_, nvjitlink_error_, nvfatbin_error_;
   std::vector<std::string> include_dirs_;
+  // Which of include_dirs_ hold the CUDA headers and CCCL ("" = none), so a
+  // toolkit using this one as its fallback borrows only what it lacks.
+  std::string cuda_include_dir_, cccl_include_dir_;
   std::string libdevice_path_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace kjit

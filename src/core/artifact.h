@@ -21,6 +21,7 @@ struct Artifact {
   std::vector<KeyComponent> key_components;        // what the key was derived from
   std::string pipeline;                            // the effective pipeline's name
   std::vector<std::string> notes;                  // e.g. "PTX returned: toolkit 13.0 cannot build sm_107"
+  std::string toolkit;                             // the CUDA toolkit that built it, "13.5 (local: /path)"
 };
 
 }  // namespace kjit

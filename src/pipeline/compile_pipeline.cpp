@@ -28,7 +28,8 @@ bool edit_applies(const PipelineEdit& edit, const PipelineSpec& pipeline) {
 
 }  // namespace
 
-CompilePipeline::CompilePipeline(std::shared_ptr<const CudaToolkit> toolkit) : toolkit_(std::move(toolkit)) {
+CompilePipeline::CompilePipeline(std::shared_ptr<const CudaToolkit> toolkit)
+    : toolkit_(toolkit), routing_(std::move(toolkit), {}, {}, ToolkitPolicy::system_first) {
   register_builtin_passes(registry_);
 }
 
@@ -55,7 +56,8 @@ Result<std::shared_ptr<const CompilePipeline>> CompilePipeline::create(std::shar
   for (const std::string& path : setup.llvm_pass_plugins)
     if (Status s = load_llvm_pass_plugin(path); !s) return s.error();
   pipeline->llvm_pass_plugins_ = std::move(setup.llvm_pass_plugins);
-  pipeline->toolkits_ = std::move(setup.toolkits);
+  pipeline->routing_ = ToolkitRouting(pipeline->toolkit_, std::move(setup.discovered_toolkits),
+                                      std::move(setup.pinned_toolkits), setup.toolkit_policy);
   if (Status s = pipeline->validate(); !s) return s.error();
   pipeline->resolve_all();
   return std::shared_ptr<const CompilePipeline>(std::move(pipeline));
@@ -104,9 +106,7 @@ Status CompilePipeline::validate() const {
 }
 
 const CudaToolkit& CompilePipeline::toolkit_for(const Target& target) const {
-  for (const ToolkitForRange& range : toolkits_)
-    if (range.targets.contains(target)) return *range.toolkit;
-  return *toolkit_;
+  return *routing_.for_target(target).toolkit;
 }
 
 std::vector<std::string> CompilePipeline::pipeline_names() const {
@@ -234,7 +234,9 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
   artifact.key = plan.key.hex;
   artifact.key_components = plan.key.components;
 
-  const CudaToolkit& toolkit = toolkit_for(job.target);
+  const RoutedToolkit& routed = routing_.for_target(job.target);
+  const CudaToolkit& toolkit = *routed.toolkit;
+  if (has_pass(plan.pipeline, "nvrtc-compile") || has_pass(plan.pipeline, "nvjitlink-link")) artifact.toolkit = routed.describe();
   bool cubin_possible = static_cast<bool>(check_toolkit_supports(toolkit, job.target));
   bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
   std::map<std::string, std::string> lowered;
@@ -244,6 +246,14 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
   if (!run) return run.error();
   artifact.timings = std::move(run->stages);
   artifact.log = std::move(run->log);
+  if (has_pass(plan.pipeline, "nvptx-codegen")) {
+    // LLVM 19 writes PTX up to sm_90; newer targets get that PTX retargeted
+    // (ptx-retarget), which a reader of the artifact should know.
+    LlvmCodegenPlan codegen = llvm_codegen_plan(job.target);
+    std::string note = "PTX written by LLVM's NVPTX back end for CPU " + codegen.cpu + " (" + codegen.features + ")";
+    if (codegen.retargeted && has_pass(plan.pipeline, "ptx-retarget")) note += ", retargeted to " + codegen.ptx_target;
+    artifact.notes.push_back(std::move(note));
+  }
   artifact.lowered_names = std::move(lowered);
 
   if (run->kind == IrKind::ptx) {

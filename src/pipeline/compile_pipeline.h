@@ -17,21 +17,21 @@
 #include "core/compile_job.h"
 #include "pipeline/pass.h"
 #include "pipeline/pipeline_spec.h"
+#include "pipeline/toolkit_routing.h"
 #include "plugin/plugin_loader.h"
 
 namespace kjit {
-
-// A toolkit that serves a range of targets instead of the default one.
-struct ToolkitForRange {
-  TargetRange targets;
-  std::shared_ptr<const CudaToolkit> toolkit;
-};
 
 struct PipelineSetup {
   PipelineConfig config;                       // named pipelines and edits from the daemon's TOML
   std::vector<std::string> plugin_paths;       // kjit plugins (include/kjit/plugin.h)
   std::vector<std::string> llvm_pass_plugins;  // LLVM pass plugins, for llvm-passes
-  std::vector<ToolkitForRange> toolkits;       // first match wins; else the default toolkit
+  // Toolkits found on the host besides the default one (wheels, the local
+  // prefix), and those pinned to target ranges ([[toolkits]]; first match
+  // wins). The policy picks among the first and the default for the rest.
+  std::vector<RoutedToolkit> discovered_toolkits;
+  std::vector<RoutedToolkit> pinned_toolkits;
+  ToolkitPolicy toolkit_policy = ToolkitPolicy::system_first;
 };
 
 class CompilePipeline {
@@ -56,9 +56,11 @@ class CompilePipeline {
 
   std::vector<std::string> pipeline_names() const;
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
+  // The default (system) toolkit.
   const CudaToolkit& toolkit() const { return *toolkit_; }
-  // The toolkit that builds for `target`: a configured range's, or the default.
+  // The toolkit that builds for `target` (toolkit_routing.h).
   const CudaToolkit& toolkit_for(const Target& target) const;
+  const ToolkitRouting& toolkits() const { return routing_; }
 
  private:
   Result<PipelineSpec> base_pipeline(InputKind input, const std::string& name) const;
@@ -72,7 +74,7 @@ class CompilePipeline {
   std::vector<PipelineEdit> edits_;   // configuration first, then plugins in load order
   std::vector<LoadedPlugin> plugins_;
   std::vector<std::string> llvm_pass_plugins_;
-  std::vector<ToolkitForRange> toolkits_;
+  ToolkitRouting routing_;
   // Every (input, pipeline name) a request can ask for, with its edits
   // applied and its description for the key, resolved once by create():
   // pipelines and edits never change after it, and the hit path plans every

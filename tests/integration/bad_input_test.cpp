@@ -72,9 +72,10 @@ TEST_F(BadInputTest, MalformedTargetIsInvalidArgument) {
 
 TEST_F(BadInputTest, Sm107NamesTheToolkitThatLacksIt) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon(with_the_system_toolkit_only());
   auto request = source(k_vector_add);
   request.target = "cuda:107";
-  auto result = compile(request);
+  auto result = Client(daemon.socket_path()).compile(request);
   ASSERT_TRUE(fails_with(result, ErrorCode::invalid_argument));
   const std::string& m = result.error().message;
   EXPECT_NE(m.find("not supported by the installed CUDA toolkit 13.0"), std::string::npos) << m;
@@ -147,7 +148,7 @@ TEST_F(BadInputTest, BadNameExpressionIsInvalidArgument) {
 }
 
 TEST(MissingToolkit, CudaRequestsFailWithFailedPreconditionNamingWhatIsMissing) {
-  TestDaemon daemon({"--cuda-home", "/nonexistent-cuda"});
+  TestDaemon daemon(with_the_system_toolkit_only({"--cuda-home", "/nonexistent-cuda"}));
   CompileRequest request;
   request.input = k_vector_add;
   request.target = "cuda:90";

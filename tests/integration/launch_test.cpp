@@ -73,6 +73,8 @@ TEST_F(LaunchTest, ImpossiblePlanIsInvalidArgumentWithThePlannersMessage) {
 }
 
 TEST_F(LaunchTest, Sm107PlanRestsOnPtxAndGetsTheOversizedModeWithSpread) {
+  // A host whose one toolkit (CUDA 13.0) cannot build sm_107.
+  TestDaemon daemon(with_the_system_toolkit_only());
   LaunchConfig config;
   config.grid = {8, 1, 1};
   config.block = {128, 1, 1};
@@ -83,7 +85,7 @@ TEST_F(LaunchTest, Sm107PlanRestsOnPtxAndGetsTheOversizedModeWithSpread) {
   r.compile.target = "cuda:107";
   r.compile.allow_ptx_fallback = true;
   r.kernel = "vadd";
-  auto plan = client().plan_launch(r, config);
+  auto plan = Client(daemon.socket_path()).plan_launch(r, config);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_TRUE(plan->rests_on_ptx);
   EXPECT_TRUE(plan->oversized_shared_memory);

@@ -98,19 +98,25 @@ TEST_F(LlvmPipelineTest, Sm100CubinFromLlvmIsBuilt) {
 }
 
 TEST_F(LlvmPipelineTest, Sm107CubinNamesTheToolkitOrFallsBackToPtxWhenAllowed) {
-  auto refused = client().compile(llvm_request(k_llvm_vadd, "cuda:107"));
+  // A host whose one toolkit (CUDA 13.0) cannot build sm_107.
+  TestDaemon daemon(with_the_system_toolkit_only());
+  Client client(daemon.socket_path());
+  auto refused = client.compile(llvm_request(k_llvm_vadd, "cuda:107"));
   ASSERT_TRUE(fails_with(refused, ErrorCode::invalid_argument, "CUDA toolkit 13.0"));
   EXPECT_NE(refused.error().message.find("needs CUDA 13.4"), std::string::npos) << refused.error().message;
   EXPECT_NE(refused.error().message.find("allow_ptx_fallback"), std::string::npos);
 
   auto request = llvm_request(k_llvm_vadd, "cuda:107");
   request.allow_ptx_fallback = true;
-  auto ptx = client().compile(request);
+  auto ptx = client.compile(request);
   ASSERT_TRUE(ptx) << ptx.error().message;
   EXPECT_EQ(ptx->artifact_kind, ArtifactKind::ptx);
   EXPECT_NE(ptx->artifact.find(".target sm_107"), std::string::npos);
-  ASSERT_EQ(ptx->notes.size(), 1u);
-  EXPECT_NE(ptx->notes[0].find("13.4"), std::string::npos);
+  // The fallback's note names the toolkit it needs; another says which LLVM
+  // CPU wrote the PTX.
+  ASSERT_EQ(ptx->notes.size(), 2u);
+  EXPECT_NE(ptx->notes[0].find("for CPU sm_90"), std::string::npos) << ptx->notes[0];
+  EXPECT_NE(ptx->notes[1].find("13.4"), std::string::npos) << ptx->notes[1];
   EXPECT_NE(ptx->key, refused.error().message);  // a different key: fallback is part of it
   EXPECT_EQ(key_component(*ptx, "ptx_fallback"), "allowed");
 }

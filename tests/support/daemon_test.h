@@ -35,6 +35,15 @@ class TestDaemon : public DaemonProcess {
   }
 };
 
+// A daemon that sees the system CUDA toolkit alone, not the newer wheels of
+// the project's prefix: for what a host with one toolkit answers (sm_107
+// with CUDA 13.0).
+inline DaemonOptions with_the_system_toolkit_only(std::vector<std::string> args = {}) {
+  DaemonOptions options{std::move(args)};
+  options.config = "local_toolkit_prefix = \"\"\n";
+  return options;
+}
+
 // A suite whose tests share one daemon: its SetUpTestSuite calls
 // start_daemon, and the daemon stops after the suite's last test.
 class SharedDaemonTest : public ::testing::Test {

@@ -53,6 +53,7 @@ CacheEntry make_entry(const std::string& key, std::string payload) {
   a.key_components = {KeyComponent{"target", "cuda:90"}, KeyComponent{"input.digest", "abc"}};
   a.pipeline = "cuda-source>cubin";
   a.notes = {"a note"};
+  a.toolkit = "13.5 (local: /opt/wheels/nvidia/cu13)";
   return entry;
 }
 
@@ -107,6 +108,7 @@ void expect_same_entry(const CacheEntry& actual, const CacheEntry& expected) {
   EXPECT_EQ(a.key, e.key);
   EXPECT_EQ(a.key_components, e.key_components);
   EXPECT_EQ(a.pipeline, e.pipeline);
+  EXPECT_EQ(a.toolkit, e.toolkit);
   EXPECT_EQ(a.notes, e.notes);
 }
 

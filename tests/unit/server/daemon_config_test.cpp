@@ -41,5 +41,22 @@ TEST(DaemonConfig, SandboxTakesOnlyItsTwoModes) {
   EXPECT_NE(s.error().message.find("sandbox must be"), std::string::npos) << s.error().message;
 }
 
+TEST(DaemonConfig, ToolkitPathsAndPolicyAreRead) {
+  DaemonConfig config;
+  EXPECT_EQ(config.toolkit_policy, ToolkitPolicy::system_first);
+  ASSERT_TRUE(load_config_text("toolkit_paths = [\"/opt/venv\", \"/srv/site-packages\"]\ntoolkit_policy = \"newest\"\n",
+                               "t", config));
+  EXPECT_EQ(config.toolkit_paths, (std::vector<std::string>{"/opt/venv", "/srv/site-packages"}));
+  EXPECT_EQ(config.toolkit_policy, ToolkitPolicy::newest);
+  Status s = load("toolkit_policy = \"oldest\"\n");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("toolkit_policy must be"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(load("toolkit_paths = \"/opt/venv\"\n"));
+  EXPECT_FALSE(load("toolkit_policy = 3\n"));
+  EXPECT_FALSE(config.local_toolkit_prefix);
+  ASSERT_TRUE(load_config_text("local_toolkit_prefix = \"\"\n", "t", config));
+  EXPECT_EQ(config.local_toolkit_prefix, std::string{});
+}
+
 }  // namespace
 }  // namespace kjit

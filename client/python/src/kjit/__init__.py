@@ -13,10 +13,11 @@ from kjit._client import Client
 from kjit._errors import (DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, KjitError, NotFound,
                           PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented)
 from kjit._request import Request, default_address, default_socket_path, infer_kind
-from kjit._types import (CacheListing, CacheStats, CompileBoundsStatus, CompileResult, CompileWorkersStatus,
-                         ConfinementStatus, DaemonStatus, Dim3, ExplainResult, FatbinEntry, FunctionAttribute,
-                         GcResult, KernelInfo, KeyComponent, KeyDifference, LaunchAttribute, LaunchPlan, PassTiming,
-                         PipelineDescription, PlanResult, StageTiming, TierStats, VerifyResult)
+from kjit._types import (BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus, CompileResult,
+                         CompileWorkersStatus, ConfinementStatus, DaemonStatus, Dim3, ExplainResult, FatbinEntry,
+                         FunctionAttribute, GcResult, KernelInfo, KeyComponent, KeyDifference, LaunchAttribute,
+                         LaunchPlan, PassTiming, PipelineDescription, PlanResult, StageTiming, TierStats,
+                         VerifyResult)
 
 from kjit import aio  # noqa: E402  (kjit.aio.Client after `import kjit`)
 
@@ -28,6 +29,6 @@ __all__ = [
     "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied",
     "CompileResult", "KernelInfo", "Dim3", "StageTiming", "PassTiming", "KeyComponent", "FatbinEntry",
     "PipelineDescription", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
-    "CacheStats", "TierStats", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
+    "CacheStats", "TierStats", "BlobStats", "BlobGroup", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
     "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "aio",
 ]

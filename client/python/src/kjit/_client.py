@@ -9,10 +9,14 @@ from kjit import _health
 from kjit._errors import from_rpc_error
 from kjit._request import (CHANNEL_OPTIONS, DEFAULT_TIMEOUT, Request, Source, call_metadata, channel_credentials,
                            channel_target, default_address, explain_request, parse_kind, plan_request)
-from kjit._types import (CacheListing, CacheStats, CompileResult, DaemonStatus, ExplainResult, GcResult,
+from kjit._types import (BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, ExplainResult, GcResult,
                          PipelineDescription, PlanResult, VerifyResult, convert)
 from kjit.v1 import (cache_pb2, cache_pb2_grpc, compiler_pb2, compiler_pb2_grpc, diagnostics_pb2,
                      diagnostics_pb2_grpc, launch_pb2_grpc)
+
+
+def _blob_bytes(data) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data)
 
 
 class _Base:
@@ -127,6 +131,42 @@ class Client(_Base):
 
     def cache_verify(self, *, timeout: Optional[float] = None) -> VerifyResult:
         return convert(VerifyResult, self._call(self._cache.Verify, cache_pb2.VerifyRequest(), timeout))
+
+    def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *,
+                 timeout: Optional[float] = None) -> str:
+        """Stores data (str is stored as UTF-8) under (namespace, key, name) in the
+        daemon's cache tiers; returns the cache key it lives under, as cache_list
+        shows it. Fields: 1 to 256 bytes; name has no '/', '..' or control character."""
+        request = cache_pb2.PutBlobRequest(namespace=namespace, key=key, name=name, data=_blob_bytes(data))
+        return self._call(self._cache.PutBlob, request, timeout).cache_key
+
+    def get_blob(self, namespace: str, key: str, name: str, *, timeout: Optional[float] = None) -> Optional[bytes]:
+        """The bytes stored under (namespace, key, name), None on a miss."""
+        request = cache_pb2.GetBlobRequest(namespace=namespace, key=key, name=name)
+        response = self._call(self._cache.GetBlob, request, timeout)
+        return bytes(response.data) if response.found else None
+
+    def put_blob_group(self, namespace: str, key: str, group: str, names: Sequence[str], *,
+                       timeout: Optional[float] = None) -> None:
+        """Records names (blobs under namespace and key, put first) as a group;
+        groups and blobs are apart, so group may be a member's name."""
+        request = cache_pb2.PutBlobGroupRequest(namespace=namespace, key=key, group=group, names=list(names))
+        self._call(self._cache.PutBlobGroup, request, timeout)
+
+    def get_blob_group(self, namespace: str, key: str, group: str, *,
+                       timeout: Optional[float] = None) -> BlobGroup:
+        """The group and its members' bytes, in one round trip (more only for
+        members past the daemon's answer size, fetched here one by one)."""
+        request = cache_pb2.GetBlobGroupRequest(namespace=namespace, key=key, group=group)
+        result = convert(BlobGroup, self._call(self._cache.GetBlobGroup, request, timeout))
+        for name in result.deferred:
+            data = self.get_blob(namespace, key, name, timeout=timeout)
+            if data is None:
+                result.missing.append(name)
+            else:
+                result.members[name] = data
+        result.deferred = []
+        return result
 
     def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """grpc.health.v1 Check: "SERVING" when the daemon serves."""

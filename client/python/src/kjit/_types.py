@@ -239,6 +239,20 @@ class TierStats:
 
 
 @dataclass
+class BlobStats:
+    """Client blobs (put_blob, get_blob, ...), counted apart from compiles."""
+    puts: int = 0
+    put_bytes: int = 0
+    gets: int = 0  # blobs asked for, one per name; a group counts its members
+    hits: int = 0
+    misses: int = 0
+    groups_put: int = 0
+    group_gets: int = 0
+    group_hits: int = 0  # every member found
+    _proto: ClassVar[str] = "kjit.v1.BlobStats"
+
+
+@dataclass
 class CacheStats:
     tiers: List[TierStats] = _messages(TierStats)
     lookups: int = 0
@@ -248,6 +262,7 @@ class CacheStats:
     fleet_waits: int = 0
     lease_timeouts: int = 0
     compile_ms_saved: float = 0.0
+    blobs: BlobStats = _message(BlobStats)
     _proto: ClassVar[str] = "kjit.v1.StatsResponse"
 
     def tier(self, name: str) -> Optional[TierStats]:
@@ -256,6 +271,25 @@ class CacheStats:
             if t.tier == name:
                 return t
         return None
+
+
+@dataclass
+class BlobGroup:
+    """A group of blobs (get_blob_group): found says whether the group itself
+    exists; members maps each member found to its bytes; missing names the
+    members the cache no longer holds. The client has already fetched any
+    member the daemon deferred (an answer over its size limit)."""
+    found: bool = False
+    members: Dict[str, bytes] = field(default_factory=dict, metadata={
+        "conv": lambda seq: {m.name: bytes(m.data) for m in seq}})
+    missing: List[str] = _strings()
+    deferred: List[str] = _strings()
+    _proto: ClassVar[str] = "kjit.v1.GetBlobGroupResponse"
+
+    @property
+    def complete(self) -> bool:
+        """The group exists and every member was found."""
+        return self.found and not self.missing and not self.deferred
 
 
 @dataclass
@@ -349,7 +383,8 @@ class DaemonStatus:
 
 RESULT_TYPES = (
     Dim3, KernelInfo, PassTiming, StageTiming, KeyComponent, FatbinEntry, CompileResult, PipelineDescription,
-    FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, CacheStats, CacheListing, GcResult,
+    FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, CacheStats, BlobGroup,
+    CacheListing, GcResult,
     VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
     DaemonStatus,
 )

@@ -12,10 +12,10 @@ import grpc
 import grpc.aio
 
 from kjit import _health
-from kjit._client import _Base
+from kjit._client import _Base, _blob_bytes
 from kjit._errors import from_rpc_error
 from kjit._request import Request, Source, explain_request, parse_kind, plan_request
-from kjit._types import (CacheListing, CacheStats, CompileResult, DaemonStatus, ExplainResult, GcResult,
+from kjit._types import (BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, ExplainResult, GcResult,
                          PipelineDescription, PlanResult, VerifyResult, convert)
 from kjit.v1 import cache_pb2, compiler_pb2, diagnostics_pb2
 
@@ -80,6 +80,36 @@ class Client(_Base):
 
     async def cache_verify(self, *, timeout: Optional[float] = None) -> VerifyResult:
         return convert(VerifyResult, await self._call(self._cache.Verify, cache_pb2.VerifyRequest(), timeout))
+
+    async def put_blob(self, namespace: str, key: str, name: str, data, *, timeout: Optional[float] = None) -> str:
+        """See kjit.Client.put_blob."""
+        request = cache_pb2.PutBlobRequest(namespace=namespace, key=key, name=name, data=_blob_bytes(data))
+        return (await self._call(self._cache.PutBlob, request, timeout)).cache_key
+
+    async def get_blob(self, namespace: str, key: str, name: str, *,
+                       timeout: Optional[float] = None) -> Optional[bytes]:
+        request = cache_pb2.GetBlobRequest(namespace=namespace, key=key, name=name)
+        response = await self._call(self._cache.GetBlob, request, timeout)
+        return bytes(response.data) if response.found else None
+
+    async def put_blob_group(self, namespace: str, key: str, group: str, names: Sequence[str], *,
+                             timeout: Optional[float] = None) -> None:
+        request = cache_pb2.PutBlobGroupRequest(namespace=namespace, key=key, group=group, names=list(names))
+        await self._call(self._cache.PutBlobGroup, request, timeout)
+
+    async def get_blob_group(self, namespace: str, key: str, group: str, *,
+                             timeout: Optional[float] = None) -> BlobGroup:
+        """See kjit.Client.get_blob_group."""
+        request = cache_pb2.GetBlobGroupRequest(namespace=namespace, key=key, group=group)
+        result = convert(BlobGroup, await self._call(self._cache.GetBlobGroup, request, timeout))
+        for name in result.deferred:
+            data = await self.get_blob(namespace, key, name, timeout=timeout)
+            if data is None:
+                result.missing.append(name)
+            else:
+                result.members[name] = data
+        result.deferred = []
+        return result
 
     async def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         response = await self._call(self._health_check, _health.HealthCheckRequest(service=service), timeout)

@@ -1,0 +1,79 @@
+#include "client/cli/toolkits_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "client/cli/exit_codes.h"
+#include "kjit/client.h"
+
+namespace kjit::cli {
+namespace {
+
+std::string join_archs(const std::vector<uint32_t>& archs) {
+  std::string text;
+  for (uint32_t sm : archs) text += (text.empty() ? "" : " ") + std::to_string(sm);
+  return text.empty() ? "none" : text;
+}
+
+// A library that did not load explains every place it looked; the table
+// keeps the first line (--json has all of it).
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+nlohmann::json to_json(const ToolkitListing& listing) {
+  nlohmann::json toolkits = nlohmann::json::array();
+  for (const ToolkitDescription& t : listing.toolkits)
+    toolkits.push_back({{"origin", t.origin},       {"home", t.home},           {"version", t.version},
+                        {"nvrtc", t.nvrtc},         {"nvjitlink", t.nvjitlink}, {"nvfatbin", t.nvfatbin},
+                        {"archs", t.archs},         {"include_dirs", t.include_dirs},
+                        {"notes", t.notes},         {"pinned", t.pinned},       {"libdevice", t.libdevice}});
+  nlohmann::json routes = nlohmann::json::array();
+  for (const ToolkitListing::Route& r : listing.routes)
+    routes.push_back({{"target", r.target}, {"toolkit", r.toolkit}, {"supported", r.supported}, {"reason", r.reason}});
+  return {{"toolkits", toolkits}, {"routes", routes}, {"policy", listing.policy},
+          {"fatbin_toolkit", listing.fatbin_toolkit}};
+}
+
+void print_table(const ToolkitListing& listing) {
+  for (size_t i = 0; i < listing.toolkits.size(); ++i) {
+    const ToolkitDescription& t = listing.toolkits[i];
+    std::printf("[%zu] CUDA %s (%s) at %s%s\n", i, t.version.c_str(), t.origin.c_str(), t.home.c_str(),
+                t.pinned.empty() ? "" : (", pinned to " + t.pinned).c_str());
+    std::printf("    nvrtc:     %s\n    nvjitlink: %s\n    nvfatbin:  %s\n", first_line(t.nvrtc).c_str(),
+                first_line(t.nvjitlink).c_str(), first_line(t.nvfatbin).c_str());
+    std::printf("    archs:     %s\n", join_archs(t.archs).c_str());
+    for (const std::string& dir : t.include_dirs) std::printf("    headers:   %s\n", dir.c_str());
+    if (!t.libdevice.empty()) std::printf("    libdevice: %s\n", t.libdevice.c_str());
+    for (const std::string& note : t.notes) std::printf("    note:      %s\n", note.c_str());
+  }
+  std::printf("\npolicy: %s\n", listing.policy.c_str());
+  std::printf("fatbins combined by: %s\n",
+              listing.fatbin_toolkit < 0 ? "none (no nvFatbin found)"
+                                         : ("[" + std::to_string(listing.fatbin_toolkit) + "]").c_str());
+  std::printf("\n%-10s %-8s %s\n", "target", "toolkit", "why");
+  for (const ToolkitListing::Route& r : listing.routes) {
+    std::string which = "[" + std::to_string(r.toolkit) + "]";
+    std::printf("%-10s %-8s %s%s\n", r.target.c_str(), which.c_str(), r.reason.c_str(),
+                r.supported ? "" : " (cannot build it)");
+  }
+}
+
+}  // namespace
+
+CLI::App* add_toolkits_command(CLI::App& app, ToolkitsArgs& args) {
+  CLI::App* cmd = app.add_subcommand("toolkits", "the CUDA toolkits kjitd found, and which one builds each target");
+  cmd->add_flag("--json", args.json, "print JSON");
+  return cmd;
+}
+
+int run_toolkits(const ToolkitsArgs& args, const std::string& socket_path) {
+  Client client(socket_path, {std::chrono::seconds(10)});
+  Result<ToolkitListing> listing = client.toolkits();
+  if (!listing) return report_error(listing.error(), socket_path);
+  if (args.json) std::cout << to_json(*listing).dump() << std::endl;
+  else print_table(*listing);
+  return k_exit_ok;
+}
+
+}  // namespace kjit::cli

@@ -1,0 +1,105 @@
+"""kjit.triton.KjitCacheManager with the real triton package: kernels one
+process compiles reach another process, with its own empty cache directory,
+through kjitd, and that process assembles nothing.
+
+No GPU needed: triton.compile for an explicit target stops at the cubin.
+Triton's assembler is pointed at a wrapper (TRITON_PTXAS_PATH and
+TRITON_PTXAS_BLACKWELL_PATH, the knobs Triton reads) that logs each call."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import unique
+
+triton = pytest.importorskip("triton", reason="the triton package is not installed (client/python/run-tests.sh "
+                                               "installs it; pip install triton)")
+
+CHILD = Path(__file__).with_name("triton_child.py")
+CHILD_SECONDS = 600
+
+
+def ptxas_wrappers(root: Path, log: Path) -> dict:
+    """Wrappers for the ptxas binaries Triton ships, each logging its
+    arguments to log before running the real one."""
+    bin_dir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    env = {}
+    for tool, knob in (("ptxas", "TRITON_PTXAS_PATH"), ("ptxas-blackwell", "TRITON_PTXAS_BLACKWELL_PATH")):
+        real = bin_dir / tool
+        if not os.access(real, os.X_OK):
+            pytest.skip("triton ships no %s at %s" % (tool, real))
+        wrapper = root / tool
+        wrapper.write_text('#!/bin/sh\nprintf "%%s\\n" "$*" >> "%s"\nexec "%s" "$@"\n' % (log, real))
+        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+        env[knob] = str(wrapper)
+    return env
+
+
+def assembles(log: Path) -> list:
+    """The calls that assembled something: Triton also asks the version, to
+    key its cache, and that is not an assembly."""
+    if not log.exists():
+        return []
+    return [line for line in log.read_text().splitlines() if line.strip() != "--version"]
+
+
+def run_child(tmp_path: Path, name: str, cache_dir: Path, env: dict) -> dict:
+    log = tmp_path / ("%s.ptxas.log" % name)
+    wrapper_dir = tmp_path / ("%s-bin" % name)
+    wrapper_dir.mkdir()
+    child_env = dict(os.environ, TRITON_CACHE_DIR=str(cache_dir), TRITON_DEFAULT_FP_FUSION="1",
+                     TRITON_HOME=str(tmp_path / "triton-home"), **ptxas_wrappers(wrapper_dir, log), **env)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, str(CHILD)], env=child_env, capture_output=True, text=True,
+                          timeout=CHILD_SECONDS)
+    wall = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(done.stdout)
+    result["wall"] = wall
+    result["assembles"] = assembles(log)
+    result["cache_files"] = sorted(p.name for p in cache_dir.rglob("*") if p.is_file())
+    return result
+
+
+def test_a_second_process_gets_every_kernel_from_kjit_and_assembles_nothing(daemon, tmp_path, capsys):
+    with_kjit = {"TRITON_CACHE_MANAGER": "kjit.triton:KjitCacheManager", "KJIT_SOCKET": daemon.socket,
+                 # A namespace of this test's own, so the first process finds nothing.
+                 "KJIT_TRITON_NAMESPACE": unique("triton")}
+    os.environ.pop("KJIT_ADDRESS", None)
+    first = run_child(tmp_path, "first", tmp_path / "cache-1", with_kjit)
+    assert len(first["assembles"]) >= 3, first["assembles"]
+
+    second = run_child(tmp_path, "second", tmp_path / "cache-2", with_kjit)
+    assert second["assembles"] == []
+    assert second["cubins"] == first["cubins"]
+    # What came from kjit was written where Triton reads it.
+    assert any(f.endswith(".cubin") for f in second["cache_files"])
+    assert len([f for f in second["cache_files"] if f.endswith(".cubin")]) == 3
+
+    # Triton's own file cache, for comparison: the first process's directory,
+    # Triton's default manager, no kjit.
+    assert "TRITON_CACHE_MANAGER" not in os.environ
+    third = run_child(tmp_path, "third", tmp_path / "cache-1", {})
+    assert third["assembles"] == []
+    assert third["cubins"] == first["cubins"]
+
+    with capsys.disabled():
+        print("\ntriton.compile of 3 kernels (seconds in triton.compile; whole process in brackets):")
+        for label, run in (("compiled, stored in kjit", first), ("from kjit, empty local dir", second),
+                           ("Triton's local file cache", third)):
+            print("  %-28s %7.3f  [%6.2f]  ptxas runs: %d" % (label, run["seconds"], run["wall"],
+                                                             len(run["assembles"])))
+
+
+def test_the_manager_goes_on_without_a_daemon(tmp_path):
+    env = {"TRITON_CACHE_MANAGER": "kjit.triton:KjitCacheManager", "KJIT_SOCKET": str(tmp_path / "nobody.sock"),
+           "KJIT_TRITON_TIMEOUT": "2"}
+    result = run_child(tmp_path, "alone", tmp_path / "cache", env)
+    assert len(result["assembles"]) >= 3
+    assert len([f for f in result["cache_files"] if f.endswith(".cubin")]) == 3

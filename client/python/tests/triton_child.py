@@ -1,0 +1,60 @@
+"""Compiles three Triton kernels for sm_90 without a GPU and prints what it
+got as JSON: run by test_triton.py in a fresh process, with the cache
+manager and cache directory under test set in its environment."""
+
+import hashlib
+import json
+import sys
+import time
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+
+@triton.jit
+def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def softmax_kernel(x, out, stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    values = tl.load(x + row * stride + cols, mask=cols < n, other=-float("inf"))
+    values = tl.exp(values - tl.max(values, axis=0))
+    tl.store(out + row * stride + cols, values / tl.sum(values, axis=0), mask=cols < n)
+
+
+@triton.jit
+def matmul_kernel(a, b, c, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    tile_a = tl.load(a + r[:, None] * BLOCK + r[None, :])
+    tile_b = tl.load(b + r[:, None] * BLOCK + r[None, :])
+    tl.store(c + r[:, None] * BLOCK + r[None, :], tl.dot(tile_a, tile_b))
+
+
+KERNELS = [
+    (add_kernel, {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 1024}),
+    (softmax_kernel, {"x": "*fp32", "out": "*fp32", "stride": "i32", "n": "i32", "BLOCK": "constexpr"},
+     {"BLOCK": 256}),
+    (matmul_kernel, {"a": "*fp16", "b": "*fp16", "c": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
+]
+
+
+def main():
+    target = GPUTarget("cuda", 90, 32)
+    start = time.perf_counter()
+    cubins = {}
+    for fn, signature, constexprs in KERNELS:
+        compiled = triton.compile(ASTSource(fn, signature, constexprs), target=target)
+        cubins[fn.__name__] = hashlib.sha256(compiled.asm["cubin"]).hexdigest()
+    seconds = time.perf_counter() - start
+    json.dump({"seconds": seconds, "cubins": cubins}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

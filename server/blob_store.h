@@ -1,0 +1,90 @@
+// Client blobs: opaque bytes a client (Triton's cache manager, say) stores
+// and fetches by (namespace, key, name) through the daemon's cache tiers.
+//
+// Keys: SHA-256 over a domain-separated, length-prefixed spelling of
+// (kind, namespace, key, name), in hex, followed by "-blob". Compile keys are
+// exactly 64 lowercase hex digits (check_key_spelling), so no blob key is
+// ever a compile key: the RPCs that take a compile key refuse it, and a
+// compile lookup never meets a blob. Every read also checks the entry's
+// recorded identity, so an entry of the other kind (or, against all odds, of
+// another blob) under the same key is a miss.
+//
+// Counting: a TieredCache of its own over the daemon's stores, so blob
+// lookups never show in the compile lookup and miss counts.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/cache_source.h"
+#include "cache/tiered_cache.h"
+#include "kjit/status.h"
+
+namespace kjit {
+
+inline constexpr std::string_view k_blob_kind = "client-blob";
+inline constexpr std::string_view k_blob_group_kind = "client-blob-group";
+inline constexpr std::string_view k_blob_key_suffix = "-blob";
+// Bounds on what a client names: a name is a file name on the client's side.
+inline constexpr size_t k_max_blob_field_bytes = 256;
+inline constexpr size_t k_max_blob_group_names = 1024;
+
+// INVALID_ARGUMENT naming `field` unless value is 1..256 bytes without NUL;
+// a name (or group) also has no '/', no control character, no "..", and is
+// not ".".
+Status check_blob_field(std::string_view field, std::string_view value, bool is_file_name);
+
+// The cache key of a blob (kind k_blob_kind) or a group (k_blob_group_kind).
+std::string blob_cache_key(std::string_view kind, std::string_view ns, std::string_view key, std::string_view name);
+
+// Whether text is spelled as blob_cache_key spells keys.
+bool is_blob_cache_key(std::string_view text);
+
+struct BlobStats {
+  uint64_t puts = 0, put_bytes = 0, gets = 0, hits = 0, misses = 0;
+  uint64_t groups_put = 0, group_gets = 0, group_hits = 0;
+};
+
+struct BlobHit {
+  std::shared_ptr<const CacheEntry> entry;  // entry->artifact.bytes is the blob
+  CacheTier tier;
+};
+
+struct BlobGroupAnswer {
+  bool found = false;  // the group itself
+  std::vector<std::pair<std::string, BlobHit>> members;
+  std::vector<std::string> missing;
+  std::vector<std::string> deferred;  // found, over the answer's byte budget
+};
+
+class BlobStore {
+ public:
+  BlobStore(TieredCache::Tiers tiers, uint64_t max_blob_bytes);
+
+  // Fields are validated here, so every caller gets the same errors.
+  Result<std::string> put(std::string_view ns, std::string_view key, std::string_view name, std::string data);
+  Result<std::optional<BlobHit>> get(std::string_view ns, std::string_view key, std::string_view name);
+  Status put_group(std::string_view ns, std::string_view key, std::string_view group,
+                   const std::vector<std::string>& names);
+  // Members are returned while their sum stays within max_blob_bytes (the
+  // first always), so an answer is never much larger than one PutBlob.
+  Result<BlobGroupAnswer> get_group(std::string_view ns, std::string_view key, std::string_view group);
+
+  BlobStats stats() const;
+
+ private:
+  std::optional<BlobHit> lookup(const BlobIdentity& identity);
+  Status check_identity(std::string_view ns, std::string_view key, std::string_view name) const;
+
+  TieredCache tiers_;
+  uint64_t max_blob_bytes_;
+  std::atomic<uint64_t> puts_{0}, put_bytes_{0}, gets_{0}, hits_{0}, misses_{0};
+  std::atomic<uint64_t> groups_put_{0}, group_gets_{0}, group_hits_{0};
+};
+
+}  // namespace kjit

@@ -1,0 +1,321 @@
+// Client blobs (Cache.PutBlob, GetBlob, PutBlobGroup, GetBlobGroup) through
+// a real daemon: roundtrips, groups, misses, validation at the edge, a
+// restart served from the disk tier, counting apart from compiles, and the
+// wall between blob keys and compile keys. No toolkit needed: nothing here
+// compiles.
+#include <gtest/gtest.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "kjit/client.h"
+#include "kjit/v1/cache.grpc.pb.h"
+#include "support/daemon_test.h"
+#include "temp_dir.h"
+
+namespace kjit::test {
+namespace {
+
+
+class BlobTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> cache_args() { return {"--cache-dir", temp_.path() + "/cache"}; }
+
+  static std::unique_ptr<v1::Cache::Stub> stub(const TestDaemon& daemon) {
+    return v1::Cache::NewStub(grpc::CreateChannel("unix:" + daemon.socket_path(), grpc::InsecureChannelCredentials()));
+  }
+
+  static grpc::Status put(v1::Cache::Stub& cache, const std::string& ns, const std::string& key,
+                          const std::string& name, const std::string& data, std::string* cache_key = nullptr) {
+    v1::PutBlobRequest request;
+    request.set_namespace_(ns);
+    request.set_key(key);
+    request.set_name(name);
+    request.set_data(data);
+    v1::PutBlobResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = cache.PutBlob(&context, request, &response);
+    if (cache_key) *cache_key = response.cache_key();
+    return status;
+  }
+
+  static grpc::Status get(v1::Cache::Stub& cache, const std::string& ns, const std::string& key,
+                          const std::string& name, v1::GetBlobResponse& response) {
+    v1::GetBlobRequest request;
+    request.set_namespace_(ns);
+    request.set_key(key);
+    request.set_name(name);
+    grpc::ClientContext context;
+    return cache.GetBlob(&context, request, &response);
+  }
+
+  static v1::StatsResponse stats(v1::Cache::Stub& cache) {
+    v1::StatsResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(cache.Stats(&context, v1::StatsRequest{}, &response).ok());
+    return response;
+  }
+
+  TempDir temp_;
+};
+
+// Bytes that are not text: every value, NULs included.
+std::string binary_blob(size_t size) {
+  std::string out(size, '\0');
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<char>((i * 131 + 7) & 0xff);
+  return out;
+}
+
+TEST_F(BlobTest, PutGetRoundtripAndMiss) {
+  TestDaemon daemon(cache_args());
+  auto cache = stub(daemon);
+  const std::string data = binary_blob(100'000);
+  std::string cache_key;
+  ASSERT_TRUE(put(*cache, "triton", "K1", "add.cubin", data, &cache_key).ok());
+  EXPECT_EQ(cache_key.size(), 69u);
+  EXPECT_TRUE(cache_key.ends_with("-blob")) << cache_key;
+
+  v1::GetBlobResponse got;
+  ASSERT_TRUE(get(*cache, "triton", "K1", "add.cubin", got).ok());
+  EXPECT_TRUE(got.found());
+  EXPECT_EQ(got.data(), data);
+  EXPECT_EQ(got.cache(), "memory");
+
+  // Each of namespace, key and name is part of the identity.
+  for (auto [ns, key, name] : {std::tuple{"other", "K1", "add.cubin"}, std::tuple{"triton", "K2", "add.cubin"},
+                               std::tuple{"triton", "K1", "add.ptx"}}) {
+    v1::GetBlobResponse miss;
+    ASSERT_TRUE(get(*cache, ns, key, name, miss).ok());
+    EXPECT_FALSE(miss.found()) << ns << " " << key << " " << name;
+    EXPECT_TRUE(miss.data().empty());
+  }
+
+  // An empty blob is a blob.
+  ASSERT_TRUE(put(*cache, "triton", "K1", "empty", "").ok());
+  v1::GetBlobResponse empty;
+  ASSERT_TRUE(get(*cache, "triton", "K1", "empty", empty).ok());
+  EXPECT_TRUE(empty.found());
+  EXPECT_TRUE(empty.data().empty());
+
+  // A second put replaces the first.
+  ASSERT_TRUE(put(*cache, "triton", "K1", "add.cubin", "new").ok());
+  v1::GetBlobResponse replaced;
+  ASSERT_TRUE(get(*cache, "triton", "K1", "add.cubin", replaced).ok());
+  EXPECT_EQ(replaced.data(), "new");
+}
+
+TEST_F(BlobTest, GroupGetReturnsEveryMemberInOneAnswer) {
+  TestDaemon daemon(cache_args());
+  auto cache = stub(daemon);
+  ASSERT_TRUE(put(*cache, "triton", "K", "k.cubin", binary_blob(5000)).ok());
+  ASSERT_TRUE(put(*cache, "triton", "K", "k.ptx", "// ptx").ok());
+  ASSERT_TRUE(put(*cache, "triton", "K", "k.json", "{\"name\": \"k\"}").ok());
+
+  v1::PutBlobGroupRequest group;
+  group.set_namespace_("triton");
+  group.set_key("K");
+  group.set_group("k.json");  // a group may share a blob's name
+  for (const char* name : {"k.cubin", "k.ptx", "k.json"}) group.add_names(name);
+  {
+    v1::PutBlobGroupResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(cache->PutBlobGroup(&context, group, &response).ok());
+  }
+  v1::GetBlobGroupRequest request;
+  request.set_namespace_("triton");
+  request.set_key("K");
+  request.set_group("k.json");
+  {
+    v1::GetBlobGroupResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(cache->GetBlobGroup(&context, request, &response).ok());
+    EXPECT_TRUE(response.found());
+    ASSERT_EQ(response.members_size(), 3);
+    EXPECT_EQ(response.members(0).name(), "k.cubin");
+    EXPECT_EQ(response.members(0).data(), binary_blob(5000));
+    EXPECT_EQ(response.members(1).data(), "// ptx");
+    EXPECT_EQ(response.members(2).data(), "{\"name\": \"k\"}");
+    EXPECT_EQ(response.missing_size(), 0);
+    EXPECT_EQ(response.deferred_size(), 0);
+  }
+  // The blob named like the group is still the blob.
+  v1::GetBlobResponse blob;
+  ASSERT_TRUE(get(*cache, "triton", "K", "k.json", blob).ok());
+  EXPECT_EQ(blob.data(), "{\"name\": \"k\"}");
+
+  // A group whose member is gone says which.
+  group.set_group("partial");
+  group.add_names("never-put");
+  {
+    v1::PutBlobGroupResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(cache->PutBlobGroup(&context, group, &response).ok());
+  }
+  request.set_group("partial");
+  {
+    v1::GetBlobGroupResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(cache->GetBlobGroup(&context, request, &response).ok());
+    EXPECT_TRUE(response.found());
+    EXPECT_EQ(response.members_size(), 3);
+    ASSERT_EQ(response.missing_size(), 1);
+    EXPECT_EQ(response.missing(0), "never-put");
+  }
+  // No such group.
+  request.set_group("absent");
+  {
+    v1::GetBlobGroupResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(cache->GetBlobGroup(&context, request, &response).ok());
+    EXPECT_FALSE(response.found());
+    EXPECT_EQ(response.members_size(), 0);
+  }
+}
+
+TEST_F(BlobTest, EveryFieldIsValidatedAtTheEdge) {
+  DaemonOptions options;
+  options.args = cache_args();
+  options.config = "[limits]\nmax_blob_bytes = 1000\n";
+  TestDaemon daemon(options);
+  auto cache = stub(daemon);
+  const std::string long_field(257, 'a');
+  const std::string with_nul("a\0b", 3);
+  struct Case {
+    std::string ns, key, name;
+  };
+  for (const Case& c : {Case{"", "k", "n"}, Case{"ns", "", "n"}, Case{"ns", "k", ""}, Case{long_field, "k", "n"},
+                        Case{"ns", long_field, "n"}, Case{"ns", "k", long_field}, Case{with_nul, "k", "n"},
+                        Case{"ns", with_nul, "n"}, Case{"ns", "k", with_nul}, Case{"ns", "k", "a/b"},
+                        Case{"ns", "k", ".."}, Case{"ns", "k", "a..b"}, Case{"ns", "k", "."}, Case{"ns", "k", "a\nb"}}) {
+    grpc::Status status = put(*cache, c.ns, c.key, c.name, "x");
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.ns << "/" << c.key << "/" << c.name;
+    v1::GetBlobResponse response;
+    EXPECT_EQ(get(*cache, c.ns, c.key, c.name, response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // 256 bytes is allowed.
+  EXPECT_TRUE(put(*cache, std::string(256, 'n'), std::string(256, 'k'), std::string(256, 'f'), "x").ok());
+
+  grpc::Status over = put(*cache, "ns", "k", "big", std::string(1001, 'x'));
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(over.error_message().find("max_blob_bytes"), std::string::npos) << over.error_message();
+  EXPECT_TRUE(put(*cache, "ns", "k", "fits", std::string(1000, 'x')).ok());
+
+  // A group's names are checked like a blob's.
+  v1::PutBlobGroupRequest group;
+  group.set_namespace_("ns");
+  group.set_key("k");
+  group.set_group("g");
+  group.add_names("../escape");
+  v1::PutBlobGroupResponse response;
+  grpc::ClientContext context;
+  EXPECT_EQ(cache->PutBlobGroup(&context, group, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(BlobTest, GroupAnswerStaysWithinTheBlobLimit) {
+  DaemonOptions options;
+  options.args = cache_args();
+  options.config = "[limits]\nmax_blob_bytes = 1000\n";
+  TestDaemon daemon(options);
+  auto cache = stub(daemon);
+  v1::PutBlobGroupRequest group;
+  group.set_namespace_("ns");
+  group.set_key("k");
+  group.set_group("g");
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_TRUE(put(*cache, "ns", "k", name, std::string(600, name[0])).ok());
+    group.add_names(name);
+  }
+  {
+    v1::PutBlobGroupResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(cache->PutBlobGroup(&context, group, &response).ok());
+  }
+  v1::GetBlobGroupRequest request;
+  request.set_namespace_("ns");
+  request.set_key("k");
+  request.set_group("g");
+  v1::GetBlobGroupResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(cache->GetBlobGroup(&context, request, &response).ok());
+  ASSERT_EQ(response.members_size(), 1);
+  EXPECT_EQ(response.members(0).name(), "a");
+  ASSERT_EQ(response.deferred_size(), 2);
+  EXPECT_EQ(response.deferred(0), "b");
+  EXPECT_EQ(response.deferred(1), "c");
+}
+
+TEST_F(BlobTest, ARestartServesTheBlobFromDisk) {
+  const std::string data = binary_blob(70'000);
+  {
+    TestDaemon daemon(cache_args());
+    ASSERT_TRUE(put(*stub(daemon), "triton", "K", "k.cubin", data).ok());
+  }
+  TestDaemon restarted(cache_args());
+  auto cache = stub(restarted);
+  v1::GetBlobResponse got;
+  ASSERT_TRUE(get(*cache, "triton", "K", "k.cubin", got).ok());
+  EXPECT_TRUE(got.found());
+  EXPECT_EQ(got.cache(), "disk");
+  EXPECT_EQ(got.data(), data);
+  v1::GetBlobResponse again;
+  ASSERT_TRUE(get(*cache, "triton", "K", "k.cubin", again).ok());
+  EXPECT_EQ(again.cache(), "memory");
+
+  // The disk tier's tools take blob entries in their stride.
+  Client client(restarted.socket_path());
+  auto verified = client.cache_verify();
+  ASSERT_TRUE(verified) << verified.error().message;
+  EXPECT_EQ(verified->checked, 1u);
+  EXPECT_EQ(verified->removed, 0u);
+  auto listed = client.cache_list();
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_TRUE((*listed)[0].key.ends_with("-blob"));
+  ASSERT_TRUE(client.cache_remove((*listed)[0].key));
+  v1::GetBlobResponse removed;
+  ASSERT_TRUE(get(*cache, "triton", "K", "k.cubin", removed).ok());
+  EXPECT_FALSE(removed.found());
+}
+
+TEST_F(BlobTest, StatsCountBlobsApartFromCompiles) {
+  TestDaemon daemon(cache_args());
+  auto cache = stub(daemon);
+  const uint64_t lookups_before = stats(*cache).lookups();
+  ASSERT_TRUE(put(*cache, "ns", "k", "a", "data").ok());
+  v1::GetBlobResponse response;
+  ASSERT_TRUE(get(*cache, "ns", "k", "a", response).ok());
+  ASSERT_TRUE(get(*cache, "ns", "k", "b", response).ok());
+  v1::StatsResponse after = stats(*cache);
+  EXPECT_EQ(after.blobs().puts(), 1u);
+  EXPECT_EQ(after.blobs().put_bytes(), 4u);
+  EXPECT_EQ(after.blobs().gets(), 2u);
+  EXPECT_EQ(after.blobs().hits(), 1u);
+  EXPECT_EQ(after.blobs().misses(), 1u);
+  EXPECT_EQ(after.lookups(), lookups_before);
+  EXPECT_EQ(after.misses(), 0u);
+  EXPECT_EQ(after.compiles(), 0u);
+}
+
+TEST_F(BlobTest, ABlobKeyIsNeverACompileKey) {
+  TestDaemon daemon(cache_args());
+  auto cache = stub(daemon);
+  std::string cache_key;
+  ASSERT_TRUE(put(*cache, "ns", "k", "a.cubin", "not a cubin", &cache_key).ok());
+  Client client(daemon.socket_path());
+  // The RPCs that take a compile key refuse a blob's.
+  ExplainSide side;
+  side.key = cache_key;
+  auto explained = client.explain(side, side);
+  ASSERT_FALSE(explained);
+  EXPECT_EQ(explained.error().code, ErrorCode::invalid_argument) << explained.error().message;
+  // Its hex part alone names nothing either: the suffix is not a decoration.
+  side.key = cache_key.substr(0, 64);
+  explained = client.explain(side, side);
+  ASSERT_FALSE(explained);
+  EXPECT_EQ(explained.error().code, ErrorCode::not_found) << explained.error().message;
+}
+
+}  // namespace
+}  // namespace kjit::test
