@@ -17,7 +17,7 @@ template __global__ void transpose<32>(const float*, float*, int, int);
 extern "C" __global__ void __launch_bounds__(256) row_softmax(const float* in, float* out, int cols) {
   __shared__ float scratch[32];
   const float* row = in + blockIdx.x * cols;
-  float m = -INFINITY;
+  float m = -3.402823466e38f;  // -FLT_MAX: NVRTC has no <cmath> macros
   for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = m;
