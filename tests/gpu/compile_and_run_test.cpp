@@ -47,15 +47,13 @@ struct VectorAddBuffers {
   }
 };
 
-TEST_F(DeviceTest, VectorAddRunsAndAddsCorrectly) {
-  CompileResult result = compile(k_vector_add);
-  ASSERT_FALSE(result.artifact.empty());
+// Loads `image` (a cubin or a fatbin) with cuModuleLoadData, runs its
+// vector_add over n elements and checks every sum.
+void load_and_run_vector_add(const std::string& image, int n) {
   CUmodule module = nullptr;
-  CU_ASSERT(driver().module_load_data(&module, result.artifact.data()));
+  CU_ASSERT(driver().module_load_data(&module, image.data()));
   CUfunction function = nullptr;
   CU_ASSERT(driver().module_get_function(&function, module, "vector_add"));
-
-  int n = 1 << 20;
   std::vector<float> a(n), b(n), c(n, -1.0f);
   for (int i = 0; i < n; ++i) {
     a[i] = static_cast<float>(i);
@@ -71,6 +69,12 @@ TEST_F(DeviceTest, VectorAddRunsAndAddsCorrectly) {
   driver().module_unload(module);
 }
 
+TEST_F(DeviceTest, VectorAddRunsAndAddsCorrectly) {
+  CompileResult result = compile(k_vector_add);
+  ASSERT_FALSE(result.artifact.empty());
+  load_and_run_vector_add(result.artifact, 1 << 20);
+}
+
 // A fatbin for an older architecture, the device's and a newer one: the
 // driver loads it with cuModuleLoadData and runs the device's part.
 TEST_F(DeviceTest, AFatbinForSeveralTargetsLoadsAndRuns) {
@@ -82,20 +86,7 @@ TEST_F(DeviceTest, AFatbinForSeveralTargetsLoadsAndRuns) {
   Result<CompileResult> result = client().compile(request);
   ASSERT_TRUE(result) << result.error().message << "\n" << result.error().log;
   ASSERT_EQ(result->artifact_kind, ArtifactKind::fatbin);
-  CUmodule module = nullptr;
-  CU_ASSERT(driver().module_load_data(&module, result->artifact.data()));
-  CUfunction function = nullptr;
-  CU_ASSERT(driver().module_get_function(&function, module, "vector_add"));
-  int n = 1 << 16;
-  std::vector<float> a(n, 1.0f), b(n, 2.0f), c(n, 0.0f);
-  VectorAddBuffers d;
-  CU_ASSERT(d.upload(a, b));
-  void* args[] = {&d.a, &d.b, &d.c, &n};
-  CU_ASSERT(driver().launch_kernel(function, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
-  CU_ASSERT(driver().ctx_synchronize());
-  CU_ASSERT(driver().memcpy_dtoh(c.data(), d.c, d.bytes));
-  for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], 3.0f) << "at " << i;
-  driver().module_unload(module);
+  load_and_run_vector_add(result->artifact, 1 << 16);
 }
 
 TEST_F(DeviceTest, ClientSideModuleLaunchesWithThePlan) {
