@@ -4,7 +4,7 @@
 JOBS ?= $(shell nproc)
 KJITD_ARGS ?=
 
-.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-gpu bench format clean
+.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-container test-gpu bench format clean
 
 all: build
 
@@ -53,6 +53,11 @@ build-fuzz/build.ninja:
 test-fuzz: deps build-fuzz/build.ninja
 	cmake --build build-fuzz -j $(JOBS) --target kjit_fuzz_targets
 	tests/fuzz/run.sh build-fuzz
+
+# The container image end to end with podman (rootful; installs podman and
+# makes a local debian:12 base once), from the binaries built here.
+test-container: build
+	scripts/container-test.sh
 
 # Device tests (tests/gpu): need an NVIDIA GPU and driver; they skip without.
 test-gpu: build

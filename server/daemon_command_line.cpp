@@ -1,12 +1,42 @@
 #include "server/daemon_command_line.h"
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 
+#include "server/pipeline_setup.h"
+#include "server/worker_confinement.h"
+#include "target/target.h"
+
 namespace kjit {
+namespace {
+
+// spdlog's names for its levels; from_str turns any other name into "off",
+// which would silently silence the daemon.
+bool is_log_level(const std::string& name) {
+  static constexpr std::array<std::string_view, 9> k_levels{"trace", "debug", "info",     "warn", "warning",
+                                                            "error", "err",   "critical", "off"};
+  for (std::string_view level : k_levels)
+    if (name == level) return true;
+  return false;
+}
+
+// What the file and the flags may each be right about alone but not give
+// together, checked once they are merged.
+Status check_merged(const DaemonConfig& config) {
+  if (!is_log_level(config.log_level))
+    return make_error(ErrorCode::invalid_argument,
+                      "log level \"" + config.log_level + "\" is none of trace, debug, info, warn, error, critical, off");
+  if (Result<Target> target = parse_target(config.default_target); !target)
+    return make_error(ErrorCode::invalid_argument, "default target: " + target.error().message);
+  return Ok{};
+}
+
+}  // namespace
 
 std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& exit_code) {
   DaemonCommandLine line;
@@ -55,6 +85,9 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   app.add_option("--compile-output-bytes", bounds.output_bytes,
                  "largest artifact or file a compile may write (default 256 MiB)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--check-config", line.check_config,
+               "load the configuration (file and flags) as a start would, print \"configuration OK\" or the "
+               "error (exit code 2), and exit without serving");
   // Internal: kjitd starts its own compile workers with this (see compile_workers.h).
   int& worker_fd = line.worker_fd;
   app.add_option("--worker-fd", worker_fd)->group("");
@@ -115,6 +148,11 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   if (app.count("--compile-cpu-seconds")) config.compile_bounds.cpu_seconds = bounds.cpu_seconds;
   if (app.count("--compile-open-files")) config.compile_bounds.open_files = bounds.open_files;
   if (app.count("--compile-output-bytes")) config.compile_bounds.output_bytes = bounds.output_bytes;
+  if (Status s = check_merged(config); !s) {
+    fmt::print(stderr, "kjitd{}: {}\n", worker_fd >= 0 ? " worker" : "", s.error().message);
+    exit_code = 2;
+    return std::nullopt;
+  }
   // The workers' command line: this one without --config (they are sent the
   // file's text as read now).
   for (int i = 0; i < argc; ++i) {
@@ -142,6 +180,24 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
     }
   }
   return line;
+}
+
+int check_configuration(const DaemonConfig& config) {
+  auto pipeline = make_compile_pipeline(config);
+  if (!pipeline) {
+    fmt::print(stderr, "kjitd: {}\n", pipeline.error().message);
+    return 2;
+  }
+  if (config.compile_workers > 0) {
+    Result<std::string> confinement = check_worker_confinement(config);
+    if (!confinement) {
+      fmt::print(stderr, "kjitd: {}\n", confinement.error().message);
+      return 2;
+    }
+    spdlog::info("compile workers: up to {}, confinement {}", config.compile_workers, *confinement);
+  }
+  fmt::print("configuration OK\n");
+  return 0;
 }
 
 }  // namespace kjit

@@ -1,5 +1,6 @@
 // kjitd: the kjit compile daemon, or (with --worker-fd) one of its compile
-// workers. What both processes set up is here; the rest is theirs.
+// workers, or (with --check-config) a check of the daemon's configuration.
+// What these set up alike is here; the rest is theirs.
 #include <absl/synchronization/mutex.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -40,5 +41,6 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
 
   if (worker_fd >= 0) kjit::worker_main(config, line->worker_setup, worker_fd);
+  if (line->check_config) return kjit::check_configuration(config);
   return kjit::serve_until_signalled(config, line->worker_launch);
 }

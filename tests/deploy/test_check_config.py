@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""kjitd --check-config: the configuration a start would use, checked without serving.
+
+    tests/deploy/test_check_config.py [-v]      (KJITD=path/to/kjitd, default build/bin/kjitd)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+KJITD = os.environ.get("KJITD", str(REPO / "build/bin/kjitd"))
+
+
+@unittest.skipUnless(os.access(KJITD, os.X_OK), f"no kjitd at {KJITD}")
+class CheckConfigTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="kjit-check-config-")
+        self.dir = Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def check(self, toml: str | None, *flags: str) -> subprocess.CompletedProcess:
+        command = [KJITD, "--check-config", *flags]
+        if toml is not None:
+            path = self.dir / "kjitd.toml"
+            path.write_text(toml)
+            command += ["--config", str(path)]
+        # The sandbox check is the host's: workers 0 keeps these tests about
+        # the configuration on kernels without Landlock too.
+        return subprocess.run(command + ["--compile-workers", "0"], capture_output=True, text=True, timeout=60)
+
+    def test_valid_configuration_is_ok_and_nothing_is_made(self):
+        socket = self.dir / "run" / "kjitd.sock"
+        cache = self.dir / "cache"
+        result = self.check(f'socket = "{socket}"\nlog_level = "warn"\n[cache]\ndirectory = "{cache}"\n'
+                            '[limits]\ncompile_timeout_s = 60\n')
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout, "configuration OK\n")
+        self.assertFalse((self.dir / "run").exists(), "--check-config made the socket's directory")
+        self.assertFalse(cache.exists(), "--check-config made the cache directory")
+
+    def test_no_file_checks_the_defaults(self):
+        result = self.check(None)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("configuration OK", result.stdout)
+
+    def test_unknown_key_is_exit_2_with_its_name(self):
+        result = self.check('sockit = "/run/kjit/kjitd.sock"\n')
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("unknown key sockit", result.stderr)
+        self.assertNotIn("configuration OK", result.stdout)
+
+    def test_toml_syntax_error_names_the_line(self):
+        result = self.check('log_level = "info"\n[limits\n')
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("line 2", result.stderr)
+
+    def test_missing_file_is_exit_2(self):
+        result = subprocess.run([KJITD, "--check-config", "--config", str(self.dir / "none.toml")],
+                                capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertNotIn("configuration OK", result.stdout)
+
+    def test_flags_override_the_file_as_at_a_start(self):
+        bad_level = 'log_level = "loud"\n'
+        self.assertEqual(self.check(bad_level).returncode, 2)
+        self.assertIn('log level "loud"', self.check(bad_level).stderr)
+        result = self.check(bad_level, "--log-level", "info")
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_unknown_default_target_is_exit_2(self):
+        result = self.check('default_target = "cuda:1"\n')
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("unknown target 'cuda:1'", result.stderr)
+
+    def test_bad_flag_is_a_usage_error(self):
+        result = self.check(None, "--sandbox", "chroot")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertNotIn("configuration OK", result.stdout)
+
+    def test_toolkit_range_without_a_toolkit_fails_as_a_start_would(self):
+        result = self.check(f'[[toolkits]]\nfrom = "cuda:100"\nto = "cuda:121"\ncuda_home = "{self.dir}/none"\n')
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("toolkit for", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
