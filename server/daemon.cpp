@@ -1,15 +1,21 @@
 #include "server/daemon.h"
 
 #include <spdlog/spdlog.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -40,7 +46,19 @@ bool socket_is_live(const std::string& path) {
   return live;
 }
 
-Status prepare_socket_path(const std::string& path) {
+// The group named by socket_group, resolved before anything is created.
+Result<gid_t> socket_group_id(const std::string& name) {
+  std::vector<char> buffer(16384);
+  group entry{};
+  group* found = nullptr;
+  if (::getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || !found)
+    return make_error(ErrorCode::failed_precondition, "socket_group: no group named '" + name + "' on this host");
+  return found->gr_gid;
+}
+
+// The socket's directory when the daemon creates it: owner only, or also the
+// socket's group, which must reach the socket to use it.
+Status prepare_socket_path(const std::string& path, std::optional<gid_t> group_id) {
   namespace fs = std::filesystem;
   if (path.size() >= sizeof(sockaddr_un::sun_path))
     return make_error(ErrorCode::invalid_argument, "socket path is too long for a unix socket: " + path);
@@ -49,7 +67,10 @@ Status prepare_socket_path(const std::string& path) {
   if (!dir.empty() && !fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
     if (ec) return make_error(ErrorCode::failed_precondition, "cannot create " + dir.string() + ": " + ec.message());
-    ::chmod(dir.c_str(), 0700);  // the socket is the daemon's door: owner only
+    ::chmod(dir.c_str(), group_id ? 0750 : 0700);  // the socket is the daemon's door
+    if (group_id && ::chown(dir.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
+      return make_error(ErrorCode::failed_precondition, "cannot give " + dir.string() + " to group " +
+                                                            std::to_string(*group_id) + ": " + std::strerror(errno));
   }
   if (fs::exists(fs::symlink_status(path, ec))) {
     if (!fs::is_socket(fs::symlink_status(path, ec)))
@@ -81,7 +102,13 @@ Daemon::~Daemon() { shutdown(); }
 
 Status Daemon::start() {
   socket_path_ = config_.socket_path.empty() ? default_socket_path() : config_.socket_path;
-  if (Status s = prepare_socket_path(socket_path_); !s) return s;
+  std::optional<gid_t> group_id;
+  if (!config_.socket_group.empty()) {
+    Result<gid_t> id = socket_group_id(config_.socket_group);
+    if (!id) return id.error();
+    group_id = *id;
+  }
+  if (Status s = prepare_socket_path(socket_path_, group_id); !s) return s;
 
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
@@ -121,7 +148,8 @@ Status Daemon::start() {
     builder.AddListeningPort(config_.listen_address, grpc::InsecureServerCredentials(), &tcp_port);
   // Room for the largest valid request; anything bigger is refused by gRPC
   // itself with RESOURCE_EXHAUSTED before it is read.
-  uint64_t max_message = config_.max_input_bytes + config_.max_header_bytes + (1u << 20);
+  uint64_t max_message =
+      std::max(config_.max_input_bytes + config_.max_header_bytes, config_.max_blob_bytes) + (1u << 20);
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_message, INT32_MAX)));
   builder.SetMaxSendMessageSize(INT32_MAX);
   builder.RegisterService(compiler_service_.get());
@@ -132,7 +160,12 @@ Status Daemon::start() {
   server_ = builder.BuildAndStart();
   if (!server_) return make_error(ErrorCode::failed_precondition, "cannot listen on unix:" + socket_path_ +
                                                                        (config_.listen_address.empty() ? "" : " or " + config_.listen_address));
-  ::chmod(socket_path_.c_str(), 0600);
+  // Owner and group may connect; the group is the daemon's own unless
+  // socket_group names another (the users allowed to compile).
+  ::chmod(socket_path_.c_str(), 0660);
+  if (group_id && ::chown(socket_path_.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
+    return make_error(ErrorCode::failed_precondition, "cannot give the socket to group " + config_.socket_group + ": " +
+                                                          std::strerror(errno));
   // NVRTC also looks for quoted includes in the working directory: make it
   // an empty one, so no request can reach a file the daemon happens to have.
   enter_empty_directory(config_);

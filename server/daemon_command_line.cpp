@@ -46,6 +46,7 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   uint64_t max_input_bytes = 0;
   app.add_option("--config", config_file, "TOML configuration file")->check(CLI::ExistingFile);
   app.add_option("--socket", flags.socket_path, "unix socket to listen on (default: $XDG_RUNTIME_DIR/kjit/kjitd.sock)");
+  app.add_option("--socket-group", flags.socket_group, "group that may connect to the socket (mode 0660) besides the daemon's user");
   app.add_option("--listen", flags.listen_address, "also listen on TCP HOST:PORT (plaintext; loopback only advised)");
   app.add_option("--cuda-home", flags.cuda_home, "CUDA toolkit directory (default: $CUDA_HOME or the build's)");
   app.add_option("--default-target", flags.default_target, "target for requests that name none");
@@ -129,6 +130,7 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   }
   // Flags override the file.
   if (!flags.socket_path.empty()) config.socket_path = flags.socket_path;
+  if (!flags.socket_group.empty()) config.socket_group = flags.socket_group;
   if (!flags.listen_address.empty()) config.listen_address = flags.listen_address;
   if (!flags.cuda_home.empty()) config.cuda_home = flags.cuda_home;
   if (app.count("--default-target")) config.default_target = flags.default_target;

@@ -153,6 +153,7 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     Status s = Ok{};
     if (k == "socket") s = read_value(node, path, k, config.socket_path);
     else if (k == "listen") s = read_value(node, path, k, config.listen_address);
+    else if (k == "socket_group") s = read_value(node, path, k, config.socket_group);
     else if (k == "default_target") s = read_value(node, path, k, config.default_target);
     else if (k == "cuda_home") s = read_value(node, path, k, config.cuda_home);
     else if (k == "log_level") s = read_value(node, path, k, config.log_level);

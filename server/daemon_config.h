@@ -53,6 +53,7 @@ struct CacheConfig {
 
 struct DaemonConfig {
   std::string socket_path;                       // empty: default_socket_path()
+  std::string socket_group;                      // group that may connect (socket mode 0660); empty: the daemon's
   std::string listen_address;                    // optional TCP "host:port" (plaintext, for loopback/tests)
   uint64_t max_input_bytes = 16ull << 20;        // one request's source / PTX
   uint64_t max_header_bytes = 64ull << 20;       // all headers of one request, together
@@ -95,6 +96,7 @@ struct DaemonConfig {
 // never silently leaves a default in force.
 //
 //   socket = "/run/kjit/kjitd.sock"
+//   socket_group = "kjit"          # who may connect besides the daemon's user
 //   listen = "127.0.0.1:7878"
 //   default_target = "cuda:90"
 //   cuda_home = "/usr/local/cuda"
