@@ -31,6 +31,17 @@ Result<std::shared_ptr<const NvrtcApi>> load_nvrtc(const std::string& cuda_home,
   }
 
   api->version(&api->major, &api->minor);
+  // NVRTC opens its builtins library by name, found through its own RUNPATH
+  // next to it; a sanitizer's dlopen interceptor hides that RUNPATH, so the
+  // open fails there. Opened first from NVRTC's directory, it is found by
+  // name already loaded. Best effort: without it NVRTC reports the failure.
+  size_t slash = api->library_path.find_last_of('/');
+  if (slash != std::string::npos) {
+    const std::string dir = api->library_path.substr(0, slash + 1);
+    static_cast<void>(DynamicLibrary::open_first(
+        {dir + "libnvrtc-builtins.so." + std::to_string(api->major) + "." + std::to_string(api->minor),
+         dir + "libnvrtc-builtins.so"}));
+  }
   int count = 0;
   if (api->get_num_supported_archs(&count) == NVRTC_SUCCESS && count > 0) {
     std::vector<int> archs(static_cast<size_t>(count));
