@@ -8,7 +8,7 @@
 
 #include "kjit/status.h"
 #include "pipeline/pipeline_spec.h"
-#include "pipeline/toolkit_routing.h"
+#include "pipeline/toolkit_policy.h"
 #include "target/target.h"
 
 namespace kjit {

@@ -21,16 +21,6 @@ std::pair<int, int> version_of(const CudaToolkit& toolkit) {
 
 }  // namespace
 
-std::string_view to_string(ToolkitPolicy policy) {
-  return policy == ToolkitPolicy::newest ? "newest" : "system-first";
-}
-
-std::optional<ToolkitPolicy> parse_toolkit_policy(std::string_view text) {
-  if (text == "system-first") return ToolkitPolicy::system_first;
-  if (text == "newest") return ToolkitPolicy::newest;
-  return std::nullopt;
-}
-
 bool toolkit_newer(const CudaToolkit& a, const CudaToolkit& b) { return version_of(a) > version_of(b); }
 
 std::string RoutedToolkit::describe() const {

@@ -13,17 +13,10 @@
 #include <vector>
 
 #include "backends/cuda_toolkit.h"
+#include "pipeline/toolkit_policy.h"
 #include "target/target.h"
 
 namespace kjit {
-
-enum class ToolkitPolicy {
-  system_first,  // the system toolkit where it supports the target, else the newest that does
-  newest,        // the newest toolkit that supports the target
-};
-
-std::string_view to_string(ToolkitPolicy policy);
-std::optional<ToolkitPolicy> parse_toolkit_policy(std::string_view text);  // "system-first", "newest"
 
 struct RoutedToolkit {
   std::string origin;  // "system", "wheel", "local" or "configured"
