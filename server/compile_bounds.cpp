@@ -117,6 +117,15 @@ std::optional<Error> bound_crossed_by(const Result<Artifact>& outcome, const Com
                             ")");
     return std::nullopt;
   }
+  // NVRTC catches its own failed allocations and reports a "catastrophic
+  // error: out of memory" compile error; in a worker under an address-space
+  // bound that is the bound, not the input's fault.
+  const Error& failed = outcome.error();
+  if (failed.log.find("catastrophic error: out of memory") != std::string::npos)
+    return make_error(ErrorCode::resource_exhausted,
+                      "the compile ran out of memory: " + std::string("limits.compile_memory_bytes is ") +
+                          std::to_string(bounds.memory_bytes) + " bytes beyond the worker's own (" + failed.message + ")",
+                      failed.log);
   // A toolchain that met EMFILE reports it in its own words, if at all; a
   // failure with the descriptor table full is the bound, however it was said.
   const Error& error = outcome.error();
