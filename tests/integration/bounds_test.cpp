@@ -92,11 +92,15 @@ TEST_F(BoundsTest, ACompileThatTakesEveryFileDescriptorIsStopped) {
   }
   expect_daemon_serves_on();
   // The worker that held the descriptors is gone: the next one starts with
-  // as many free as the first did.
+  // as many free as the first did, give or take the one or two a toolchain
+  // or sanitizer runtime opens lazily in a worker's first jobs. Descriptors
+  // leaked from the first would cost the second dozens.
   auto again = client().compile(request);
   expect_bound(again, "limits.compile_open_files");
   if (!answer && !again) {
-    EXPECT_EQ(opened_count(answer.error().log), opened_count(again.error().log));
+    const int first = opened_count(answer.error().log), second = opened_count(again.error().log);
+    EXPECT_GE(second, first - 2) << "the second worker had " << second << " descriptors free, the first " << first;
+    EXPECT_LE(second, first + 2) << "the second worker had " << second << " descriptors free, the first " << first;
   }
 }
 
