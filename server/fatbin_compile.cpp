@@ -63,6 +63,13 @@ Result<std::vector<Target>> fatbin_targets(const v1::CompileRequest& request) {
   return targets;
 }
 
+Target fatbin_ptx_target(const std::vector<Target>& targets) {
+  Target newest = *std::max_element(targets.begin(), targets.end(),
+                                    [](const Target& a, const Target& b) { return a.sm < b.sm; });
+  newest.suffix = '\0';
+  return newest;
+}
+
 Result<std::vector<CompileJob>> to_fatbin_jobs(const v1::CompileRequest& request, const DaemonConfig& config) {
   if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_FATBIN)
     return invalid("a request with several targets is answered with a fatbin: leave artifact unset or FATBIN");
@@ -79,13 +86,7 @@ Result<std::vector<CompileJob>> to_fatbin_jobs(const v1::CompileRequest& request
     if (!job) return job.error();
     jobs.push_back(std::move(*job));
   }
-  // PTX for the newest architecture, without an arch-specific suffix: PTX
-  // for sm_100a runs on sm_100 alone, and this part is for GPUs newer than
-  // every cubin.
-  Target newest = *std::max_element(targets->begin(), targets->end(),
-                                    [](const Target& a, const Target& b) { return a.sm < b.sm; });
-  newest.suffix = '\0';
-  part.set_target(newest.canonical());
+  part.set_target(fatbin_ptx_target(*targets).canonical());
   part.set_artifact(v1::ARTIFACT_KIND_PTX);
   Result<CompileJob> ptx = to_compile_job(part, config);
   if (!ptx) return ptx.error();

@@ -21,6 +21,11 @@ inline constexpr int k_max_request_targets = 32;
 // `targets` set, or artifact FATBIN: the answer is a fatbin.
 bool wants_fatbin(const v1::CompileRequest& request);
 
+// The target of a fatbin's PTX part: the newest of `targets` (not empty),
+// without an arch-specific suffix, since PTX for sm_100a runs on sm_100
+// alone and this part is for GPUs newer than every cubin.
+Target fatbin_ptx_target(const std::vector<Target>& targets);
+
 // The cubin jobs in the request's order, then the PTX job last.
 Result<std::vector<CompileJob>> to_fatbin_jobs(const v1::CompileRequest& request, const DaemonConfig& config);
 

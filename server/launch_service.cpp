@@ -60,9 +60,7 @@ static Result<v1::CompileRequest> part_for_device(const v1::CompileRequest& requ
     return make_error(ErrorCode::invalid_argument,
                       "a request with several targets is planned for the GPU that loads it: name it with "
                       "device_target (kjit plan --device-target cuda:NN); this daemon has no GPU");
-  Target ptx = *std::max_element(targets->begin(), targets->end(),
-                                 [](const Target& a, const Target& b) { return a.sm < b.sm; });
-  ptx.suffix = '\0';
+  const Target ptx = fatbin_ptx_target(*targets);
   std::optional<FatbinChoice> choice = choose_fatbin_entry(*targets, ptx, *device);
   if (!choice) {
     std::string listed;
