@@ -49,20 +49,24 @@ const RoutedToolkit* ToolkitRouting::newest_supporting(const Target& target) con
   return best;
 }
 
-const RoutedToolkit& ToolkitRouting::for_target(const Target& target) const {
+ToolkitRouting::Route ToolkitRouting::route(const Target& target) const {
   for (size_t i = pinned_begin_; i < all_.size(); ++i)
-    if (all_[i].pinned.contains(target)) return all_[i];
-  if (policy_ == ToolkitPolicy::system_first && system().toolkit->supports(target)) return system();
-  if (const RoutedToolkit* newest = newest_supporting(target)) return *newest;
-  return system();
+    if (all_[i].pinned.contains(target)) return {&all_[i], Why::pinned};
+  if (policy_ == ToolkitPolicy::system_first && system().toolkit->supports(target)) return {&system(), Why::system};
+  if (const RoutedToolkit* newest = newest_supporting(target)) return {newest, Why::newest};
+  return {&system(), Why::unsupported};
 }
 
+const RoutedToolkit& ToolkitRouting::for_target(const Target& target) const { return *route(target).toolkit; }
+
 std::string ToolkitRouting::reason(const Target& target) const {
-  for (size_t i = pinned_begin_; i < all_.size(); ++i)
-    if (all_[i].pinned.contains(target)) return "pinned by [[toolkits]] " + all_[i].pinned.describe();
-  if (policy_ == ToolkitPolicy::system_first && system().toolkit->supports(target))
-    return "the system toolkit supports " + target.sm_name();
-  if (newest_supporting(target)) return "the newest toolkit that supports " + target.sm_name();
+  const Route chosen = route(target);
+  switch (chosen.why) {
+    case Why::pinned: return "pinned by [[toolkits]] " + chosen.toolkit->pinned.describe();
+    case Why::system: return "the system toolkit supports " + target.sm_name();
+    case Why::newest: return "the newest toolkit that supports " + target.sm_name();
+    case Why::unsupported: break;
+  }
   return "no toolkit supports " + target.sm_name();
 }
 

@@ -51,6 +51,13 @@ class ToolkitRouting {
   ToolkitPolicy policy() const { return policy_; }
 
  private:
+  // The one decision for_target and reason both report.
+  enum class Why { pinned, system, newest, unsupported };
+  struct Route {
+    const RoutedToolkit* toolkit;
+    Why why;
+  };
+  Route route(const Target& target) const;
   const RoutedToolkit* newest_supporting(const Target& target) const;
 
   std::vector<RoutedToolkit> all_;
