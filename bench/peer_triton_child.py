@@ -1,0 +1,67 @@
+"""Compiles three Triton kernels (one with tl.dot) for sm_90 without a GPU,
+in a fresh process, and prints JSON: seconds spent importing triton, seconds
+spent in the three triton.compile calls, and each cubin's SHA-256. Run by
+bench/peer_comparison.py with the cache directory and cache manager under
+test set in its environment."""
+
+import time
+
+start = time.perf_counter()
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+import_seconds = time.perf_counter() - start
+
+
+@triton.jit
+def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def softmax_kernel(x, out, stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    values = tl.load(x + row * stride + cols, mask=cols < n, other=-float("inf"))
+    values = tl.exp(values - tl.max(values, axis=0))
+    tl.store(out + row * stride + cols, values / tl.sum(values, axis=0), mask=cols < n)
+
+
+@triton.jit
+def matmul_kernel(a, b, c, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    tile_a = tl.load(a + r[:, None] * BLOCK + r[None, :])
+    tile_b = tl.load(b + r[:, None] * BLOCK + r[None, :])
+    tl.store(c + r[:, None] * BLOCK + r[None, :], tl.dot(tile_a, tile_b))
+
+
+KERNELS = [
+    (add_kernel, {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 1024}),
+    (softmax_kernel, {"x": "*fp32", "out": "*fp32", "stride": "i32", "n": "i32", "BLOCK": "constexpr"},
+     {"BLOCK": 256}),
+    (matmul_kernel, {"a": "*fp16", "b": "*fp16", "c": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
+]
+
+
+def main():
+    target = GPUTarget("cuda", 90, 32)
+    start = time.perf_counter()
+    cubins = {}
+    for fn, signature, constexprs in KERNELS:
+        compiled = triton.compile(ASTSource(fn, signature, constexprs), target=target)
+        cubins[fn.__name__] = hashlib.sha256(compiled.asm["cubin"]).hexdigest()
+    seconds = time.perf_counter() - start
+    json.dump({"import_seconds": import_seconds, "seconds": seconds, "cubins": cubins,
+               "triton": triton.__version__}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
