@@ -345,11 +345,13 @@ Result<DiskStore::VerifyReport> DiskStore::verify() {
   return report;
 }
 
-Result<DiskStore::GcReport> DiskStore::gc(uint64_t max_bytes) {
-  return collect(max_bytes, /*wait_for_lock=*/true);
+Result<DiskStore::GcReport> DiskStore::gc(uint64_t max_bytes,
+                                          const std::function<bool(std::string_view key)>& in_scope) {
+  return collect(max_bytes, /*wait_for_lock=*/true, in_scope);
 }
 
-Result<DiskStore::GcReport> DiskStore::collect(uint64_t max_bytes, bool wait_for_lock) {
+Result<DiskStore::GcReport> DiskStore::collect(uint64_t max_bytes, bool wait_for_lock,
+                                               const std::function<bool(std::string_view key)>& in_scope) {
   const std::string lock_path = root_ + "/" + std::string(k_gc_lock_name);
   Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock.fd < 0) return io_error("open", lock_path, errno);
@@ -366,10 +368,16 @@ Result<DiskStore::GcReport> DiskStore::collect(uint64_t max_bytes, bool wait_for
   report.bytes_before = scanned->bytes;
   report.temp_files_removed = scanned->temp_files_removed;
   std::vector<ScannedFile>& files = scanned->files;
+  if (in_scope) {
+    std::erase_if(files, [&](const ScannedFile& f) { return !in_scope(f.key); });
+    report.entries_before = files.size();
+    report.bytes_before = 0;
+    for (const ScannedFile& f : files) report.bytes_before += f.bytes;
+  }
   std::sort(files.begin(), files.end(),
             [](const ScannedFile& a, const ScannedFile& b) { return a.mtime_ns < b.mtime_ns; });
-  uint64_t bytes = scanned->bytes;
-  uint64_t entries = scanned->entries;
+  uint64_t bytes = report.bytes_before;
+  uint64_t entries = report.entries_before;
   for (const ScannedFile& f : files) {
     if (bytes <= max_bytes) break;
     struct stat st {};
@@ -389,8 +397,13 @@ Result<DiskStore::GcReport> DiskStore::collect(uint64_t max_bytes, bool wait_for
   report.bytes_after = bytes;
   report.entries_after = entries;
   counters_.evictions += report.removed_entries;
-  approx_bytes_ = static_cast<int64_t>(bytes);
-  approx_entries_ = static_cast<int64_t>(entries);
+  if (in_scope) {
+    approx_bytes_ -= static_cast<int64_t>(report.removed_bytes);
+    approx_entries_ -= static_cast<int64_t>(report.removed_entries);
+  } else {
+    approx_bytes_ = static_cast<int64_t>(bytes);
+    approx_entries_ = static_cast<int64_t>(entries);
+  }
   last_scan_ns_ = steady_ns();
   if (report.removed_entries > 0)
     spdlog::debug("disk cache: evicted {} entries ({} bytes), {} bytes left", report.removed_entries,

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -80,7 +81,9 @@ class DiskStore final : public Store {
 
   // Removes least recently used entries until the directory holds at most
   // max_bytes, and stale temp files; waits for a gc running in another process.
-  Result<GcReport> gc(uint64_t max_bytes);
+  // With in_scope, only the entries whose keys it accepts are counted and
+  // removed (one namespace's share of a shared tier).
+  Result<GcReport> gc(uint64_t max_bytes, const std::function<bool(std::string_view key)>& in_scope = {});
 
   // Where the entry for key lives (whether or not it exists).
   std::string path_for(std::string_view key) const;
@@ -92,7 +95,8 @@ class DiskStore final : public Store {
   explicit DiskStore(Options options, std::string root);
 
   Result<Scan> scan(bool collect_files);
-  Result<GcReport> collect(uint64_t max_bytes, bool wait_for_lock);
+  Result<GcReport> collect(uint64_t max_bytes, bool wait_for_lock,
+                           const std::function<bool(std::string_view key)>& in_scope = {});
   void remove_corrupt(const std::string& path, uint64_t inode, uint64_t bytes);
   void after_put();
 

@@ -4,6 +4,7 @@
 // the worst outcome of a broken tier is a compile.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -28,6 +29,11 @@ struct TierStats {
   StoreStats store;       // the tier's own counters
   uint64_t answered = 0;  // gets this tier answered for the tiered cache
   uint64_t failures = 0;  // operations that failed here and were skipped
+
+  // Operations of this tier that failed. The tier counts its own failures
+  // and the cache above it counts the same ones again as `failures`, so they
+  // are never added; the larger also covers a tier that keeps no count.
+  uint64_t failed_operations() const { return std::max(store.errors, failures); }
 };
 
 struct TieredCacheStats {

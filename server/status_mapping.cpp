@@ -17,6 +17,9 @@ grpc::StatusCode to_grpc_code(ErrorCode code) {
     case ErrorCode::not_found: return grpc::StatusCode::NOT_FOUND;
     case ErrorCode::unimplemented: return grpc::StatusCode::UNIMPLEMENTED;
     case ErrorCode::internal: return grpc::StatusCode::INTERNAL;
+    case ErrorCode::unauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
+    case ErrorCode::permission_denied: return grpc::StatusCode::PERMISSION_DENIED;
+    case ErrorCode::cancelled: return grpc::StatusCode::CANCELLED;
   }
   return grpc::StatusCode::UNKNOWN;
 }
@@ -24,6 +27,10 @@ grpc::StatusCode to_grpc_code(ErrorCode code) {
 grpc::Status to_grpc_status(const Error& error, grpc::ServerContextBase& context) {
   std::string message = error.message;
   context.AddTrailingMetadata(k_message_trailer, error.message);
+  if (error.retry_after_ms > 0) {
+    context.AddTrailingMetadata(k_retry_after_trailer, std::to_string(error.retry_after_ms));
+    context.AddTrailingMetadata(k_grpc_retry_pushback_trailer, std::to_string(error.retry_after_ms));
+  }
   if (!error.log.empty()) {
     context.AddTrailingMetadata(k_log_trailer, error.log);
     message += "\n";

@@ -18,6 +18,9 @@ enum class ErrorCode {
   not_found,
   unimplemented,        // a reserved input kind or feature not built yet
   internal,             // a bug or an unexpected toolchain failure
+  unauthenticated,      // no valid token where one is required
+  permission_denied,    // a valid caller asking for what is not theirs
+  cancelled,            // the caller went away, or every caller waiting on the work did
 };
 
 std::string_view to_string(ErrorCode code);
@@ -26,6 +29,8 @@ struct Error {
   ErrorCode code = ErrorCode::internal;
   std::string message;
   std::string log;  // the compiler's full log, when there is one
+  // Set on a refusal the caller may retry (a full queue): how long to wait.
+  uint32_t retry_after_ms = 0;
 };
 
 inline Error make_error(ErrorCode code, std::string message, std::string log = {}) {

@@ -13,6 +13,10 @@ namespace kjit {
 // status message may be) and the message without the log excerpt.
 inline constexpr const char* k_log_trailer = "kjit-log-bin";
 inline constexpr const char* k_message_trailer = "kjit-message-bin";
+// On a refusal worth retrying: milliseconds to wait, in kjit's own trailer
+// and in gRPC's retry pushback (which a client's retry policy honours).
+inline constexpr const char* k_retry_after_trailer = "kjit-retry-after-ms";
+inline constexpr const char* k_grpc_retry_pushback_trailer = "grpc-retry-pushback-ms";
 
 v1::InputKind to_proto(InputKind kind);
 std::optional<InputKind> from_proto(v1::InputKind kind);  // nullopt: unspecified/unknown

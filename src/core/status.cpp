@@ -13,6 +13,9 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::not_found: return "not found";
     case ErrorCode::unimplemented: return "unimplemented";
     case ErrorCode::internal: return "internal";
+    case ErrorCode::unauthenticated: return "unauthenticated";
+    case ErrorCode::permission_denied: return "permission denied";
+    case ErrorCode::cancelled: return "cancelled";
   }
   return "unknown";
 }

@@ -76,8 +76,11 @@ TEST_F(MultiTargetTest, TheSystemToolkitIsListedFirstAndEveryKnownTargetHasARout
   }
   EXPECT_TRUE(has_90);
   // system-first: what the system toolkit builds stays with it.
-  for (const ToolkitListing::Route& route : listing_.routes)
-    if (route.target == "cuda:90") EXPECT_EQ(route.toolkit, 0);
+  for (const ToolkitListing::Route& route : listing_.routes) {
+    if (route.target == "cuda:90") {
+      EXPECT_EQ(route.toolkit, 0);
+    }
+  }
 }
 
 TEST_F(MultiTargetTest, CudaSourceForSm107IsARealSm107Cubin) {
