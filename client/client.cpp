@@ -3,6 +3,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <optional>
+
 #include "client/compile_request_wire.h"
 #include "convert/wire_convert.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -23,6 +28,9 @@ ErrorCode from_grpc_code(grpc::StatusCode code) {
     case grpc::StatusCode::DEADLINE_EXCEEDED: return ErrorCode::deadline_exceeded;
     case grpc::StatusCode::NOT_FOUND: return ErrorCode::not_found;
     case grpc::StatusCode::UNIMPLEMENTED: return ErrorCode::unimplemented;
+    case grpc::StatusCode::UNAUTHENTICATED: return ErrorCode::unauthenticated;
+    case grpc::StatusCode::PERMISSION_DENIED: return ErrorCode::permission_denied;
+    case grpc::StatusCode::CANCELLED: return ErrorCode::cancelled;
     default: return ErrorCode::internal;
   }
 }
@@ -36,6 +44,8 @@ std::string trailer(const grpc::ClientContext& context, const char* key) {
 Error from_grpc_status(const grpc::Status& status, const grpc::ClientContext& context) {
   Error error{from_grpc_code(status.error_code()), status.error_message(), trailer(context, k_log_trailer)};
   if (std::string message = trailer(context, k_message_trailer); !message.empty()) error.message = message;
+  if (std::string retry = trailer(context, k_retry_after_trailer); !retry.empty())
+    error.retry_after_ms = static_cast<uint32_t>(std::strtoul(retry.c_str(), nullptr, 10));
   return error;
 }
 
@@ -54,11 +64,57 @@ struct Client::Impl {
   std::unique_ptr<v1::Cache::Stub> cache;
   std::unique_ptr<v1::Diagnostics::Stub> diagnostics;
   ClientOptions options;
+  std::string authorization;    // "Bearer <token>", or empty
+  std::optional<Error> broken;  // why no call can be made (a TLS file unread)
 
-  void set_deadline(grpc::ClientContext& context) const {
+  // Every call's context: its deadline and the token. No call goes out
+  // from a client whose credentials could not be built.
+  Status prepare(grpc::ClientContext& context) const {
+    if (broken) return *broken;
     context.set_deadline(std::chrono::system_clock::now() + options.timeout);
+    if (!authorization.empty()) context.AddMetadata("authorization", authorization);
+    return Ok{};
   }
 };
+
+namespace {
+
+Result<std::string> read_pem(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (text.empty())
+    return make_error(ErrorCode::failed_precondition, std::string("cannot read the TLS ") + what + " " + path);
+  return text;
+}
+
+// TLS credentials when options ask for TLS, insecure ones otherwise.
+Result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const ClientOptions& options,
+                                                                      grpc::ChannelArguments& args) {
+  if (options.tls_ca_file.empty()) {
+    if (!options.tls_cert_file.empty() || !options.tls_key_file.empty())
+      return make_error(ErrorCode::invalid_argument, "a TLS client certificate needs tls_ca_file too");
+    return grpc::InsecureChannelCredentials();
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty())
+    return make_error(ErrorCode::invalid_argument, "a TLS client certificate needs both its file and its key");
+  grpc::SslCredentialsOptions ssl;
+  Result<std::string> ca = read_pem(options.tls_ca_file, "CA");
+  if (!ca) return ca.error();
+  ssl.pem_root_certs = std::move(ca.value());
+  if (!options.tls_cert_file.empty()) {
+    Result<std::string> cert = read_pem(options.tls_cert_file, "certificate");
+    if (!cert) return cert.error();
+    Result<std::string> key = read_pem(options.tls_key_file, "key");
+    if (!key) return key.error();
+    ssl.pem_cert_chain = std::move(cert.value());
+    ssl.pem_private_key = std::move(key.value());
+  }
+  if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
 
 Client::Client(const std::string& address, ClientOptions options) : impl_(std::make_unique<Impl>()) {
   grpc::ChannelArguments args;
@@ -66,7 +122,13 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
   args.SetMaxSendMessageSize(INT32_MAX);
   // Compiler logs travel in trailers; allow them to be large.
   args.SetInt(GRPC_ARG_MAX_METADATA_SIZE, 64 << 20);
-  impl_->channel = grpc::CreateCustomChannel(channel_target(address), grpc::InsecureChannelCredentials(), args);
+  Result<std::shared_ptr<grpc::ChannelCredentials>> credentials = channel_credentials(options, args);
+  if (!credentials) {
+    impl_->broken = credentials.error();
+    credentials = grpc::InsecureChannelCredentials();  // never used: every call stops at `broken`
+  }
+  if (!options.token.empty()) impl_->authorization = "Bearer " + options.token;
+  impl_->channel = grpc::CreateCustomChannel(channel_target(address), *credentials, args);
   impl_->compiler = v1::Compiler::NewStub(impl_->channel);
   impl_->health = grpc::health::v1::Health::NewStub(impl_->channel);
   impl_->launcher = v1::Launcher::NewStub(impl_->channel);
@@ -123,7 +185,7 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   v1::CompileRequest wire;
   to_wire(request, wire);
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::CompileResponse response;
   grpc::Status status = impl_->compiler->Compile(&context, wire, &response);
   if (!status.ok()) return from_grpc_status(status, context);
@@ -163,7 +225,7 @@ Result<PipelineDescription> Client::describe_pipeline(InputKind input, const std
   request.set_target(target);
   request.set_pipeline(pipeline);
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::DescribePipelineResponse response;
   grpc::Status status = impl_->compiler->DescribePipeline(&context, request, &response);
   if (!status.ok()) return from_grpc_status(status, context);
@@ -181,7 +243,7 @@ Result<PlannedLaunch> Client::plan_launch(const KernelRef& kernel, const LaunchC
   request.set_device_target(kernel.device_target);
   to_wire(config, *request.mutable_config());
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::PlanLaunchResponse response;
   grpc::Status status = impl_->launcher->PlanLaunch(&context, request, &response);
   if (!status.ok()) return from_grpc_status(status, context);
@@ -213,7 +275,7 @@ Result<RemoteLaunchResult> Client::launch(const KernelRef& kernel, const LaunchC
     }
   }
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::LaunchResponse response;
   grpc::Status status = impl_->launcher->Launch(&context, request, &response);
   if (!status.ok()) return from_grpc_status(status, context);
@@ -227,7 +289,7 @@ Result<RemoteLaunchResult> Client::launch(const KernelRef& kernel, const LaunchC
 
 Result<CacheStats> Client::cache_stats() const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::StatsResponse response;
   grpc::Status status = impl_->cache->Stats(&context, v1::StatsRequest(), &response);
   if (!status.ok()) return from_grpc_status(status, context);
@@ -247,7 +309,7 @@ Result<CacheStats> Client::cache_stats() const {
 
 Result<std::vector<CacheListing>> Client::cache_list(uint32_t limit) const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::ListRequest request;
   request.set_limit(limit);
   v1::ListResponse response;
@@ -260,7 +322,7 @@ Result<std::vector<CacheListing>> Client::cache_list(uint32_t limit) const {
 
 Status Client::cache_remove(const std::string& key) const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::RemoveRequest request;
   request.set_key(key);
   v1::RemoveResponse response;
@@ -271,7 +333,7 @@ Status Client::cache_remove(const std::string& key) const {
 
 Result<CacheGcResult> Client::cache_gc(uint64_t max_bytes) const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::GcRequest request;
   request.set_max_bytes(max_bytes);
   v1::GcResponse response;
@@ -282,7 +344,7 @@ Result<CacheGcResult> Client::cache_gc(uint64_t max_bytes) const {
 
 Result<CacheVerifyResult> Client::cache_verify() const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::VerifyResponse response;
   grpc::Status status = impl_->cache->Verify(&context, v1::VerifyRequest(), &response);
   if (!status.ok()) return from_grpc_status(status, context);
@@ -298,7 +360,7 @@ Result<KeyExplanation> Client::explain(const ExplainSide& left, const ExplainSid
   side(left, *request.mutable_left());
   side(right, *request.mutable_right());
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::ExplainResponse response;
   grpc::Status status = impl_->cache->Explain(&context, request, &response);
   if (!status.ok()) return from_grpc_status(status, context);
@@ -314,7 +376,7 @@ Result<KeyExplanation> Client::explain(const ExplainSide& left, const ExplainSid
 
 Result<std::string> Client::echo(const std::string& payload) const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::EchoRequest request;
   request.set_payload(payload);
   v1::EchoResponse response;
@@ -325,7 +387,7 @@ Result<std::string> Client::echo(const std::string& payload) const {
 
 Result<std::string> Client::health() const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
   grpc::Status status = impl_->health->Check(&context, request, &response);
@@ -335,7 +397,7 @@ Result<std::string> Client::health() const {
 
 Result<DaemonStatus> Client::status() const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::GetStatusRequest request;
   v1::GetStatusResponse response;
   grpc::Status status = impl_->diagnostics->GetStatus(&context, request, &response);
@@ -359,7 +421,7 @@ Result<DaemonStatus> Client::status() const {
 
 Result<ToolkitListing> Client::toolkits() const {
   grpc::ClientContext context;
-  impl_->set_deadline(context);
+  if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::ListToolkitsRequest request;
   v1::ListToolkitsResponse response;
   grpc::Status status = impl_->compiler->ListToolkits(&context, request, &response);

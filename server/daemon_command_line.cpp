@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "server/listener_credentials.h"
 #include "server/pipeline_setup.h"
 #include "server/worker_confinement.h"
 #include "target/target.h"
@@ -33,6 +34,16 @@ Status check_merged(const DaemonConfig& config) {
                       "log level \"" + config.log_level + "\" is none of trace, debug, info, warn, error, critical, off");
   if (Result<Target> target = parse_target(config.default_target); !target)
     return make_error(ErrorCode::invalid_argument, "default target: " + target.error().message);
+  const TlsConfig& tls = config.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty())
+    return make_error(ErrorCode::invalid_argument,
+                      "TLS needs both a certificate and its key (--tls-cert and --tls-key, or [tls] cert and key)");
+  if (!tls.client_ca_file.empty() && tls.cert_file.empty())
+    return make_error(ErrorCode::invalid_argument,
+                      "a TLS client CA (--tls-client-ca) needs the daemon's own certificate and key too");
+  if (!tls.cert_file.empty() && config.listen_address.empty())
+    return make_error(ErrorCode::invalid_argument,
+                      "TLS files are given but no TCP address to use them on (--listen HOST:PORT)");
   return Ok{};
 }
 
@@ -47,7 +58,35 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   app.add_option("--config", config_file, "TOML configuration file")->check(CLI::ExistingFile);
   app.add_option("--socket", flags.socket_path, "unix socket to listen on (default: $XDG_RUNTIME_DIR/kjit/kjitd.sock)");
   app.add_option("--socket-group", flags.socket_group, "group that may connect to the socket (mode 0660) besides the daemon's user");
-  app.add_option("--listen", flags.listen_address, "also listen on TCP HOST:PORT (plaintext; loopback only advised)");
+  app.add_option("--listen", flags.listen_address,
+                 "also listen on TCP HOST:PORT, with TLS (--tls-cert/--tls-key) or, with --insecure-listen, in "
+                 "plaintext");
+  app.add_option("--tls-cert", flags.tls.cert_file, "PEM certificate (chain) of the TCP listener");
+  app.add_option("--tls-key", flags.tls.key_file, "PEM private key of --tls-cert");
+  app.add_option("--tls-client-ca", flags.tls.client_ca_file,
+                 "PEM CA: TCP clients must present a certificate it signed (mutual TLS)");
+  std::string insecure_listen;
+  app.add_option("--insecure-listen", insecure_listen,
+                 "allow --listen without TLS, or with HOST:PORT listen there in plaintext: anyone who can reach "
+                 "the address can use the daemon")
+      ->expected(0, 1);
+  app.add_option("--tenants", flags.tenants_file, "TOML file of tenants and their token digests")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--socket-requires-token", flags.socket_requires_token,
+               "with --tenants: requests on the unix socket need a token too");
+  app.add_option("--metrics-port", flags.metrics_port, "serve Prometheus metrics on this port (0: none)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics-address", flags.metrics_address, "address of the metrics port (default 127.0.0.1)");
+  app.add_option("--log-file", flags.log_file, "log to this file instead of stderr (SIGHUP reopens it)");
+  app.add_option("--drain-timeout", flags.drain_timeout_s,
+                 "on SIGTERM, how many seconds requests in flight get (default 30)")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--max-pending-compiles", flags.admission.max_pending_compiles,
+                 "compiles waiting or running at once, all tenants together (default 256)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-pending-per-tenant", flags.admission.max_pending_per_tenant,
+                 "compiles waiting or running at once for one tenant (default 64)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--cuda-home", flags.cuda_home, "CUDA toolkit directory (default: $CUDA_HOME or the build's)");
   app.add_option("--default-target", flags.default_target, "target for requests that name none");
   app.add_option("--max-input-bytes", max_input_bytes, "largest accepted input (default 16 MiB)");
@@ -132,6 +171,33 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   if (!flags.socket_path.empty()) config.socket_path = flags.socket_path;
   if (!flags.socket_group.empty()) config.socket_group = flags.socket_group;
   if (!flags.listen_address.empty()) config.listen_address = flags.listen_address;
+  if (app.count("--insecure-listen")) {
+    config.insecure_listen = true;
+    if (!insecure_listen.empty()) {
+      // The address form means plaintext there: with --listen or TLS too, one of them would be ignored.
+      if (!flags.listen_address.empty() || !flags.tls.cert_file.empty()) {
+        fmt::print(stderr,
+                   "kjitd: --insecure-listen HOST:PORT listens in plaintext; give --listen alone for TLS, "
+                   "or a bare --insecure-listen with --listen\n");
+        exit_code = 2;
+        return std::nullopt;
+      }
+      config.listen_address = insecure_listen;
+      config.tls = TlsConfig{};
+    }
+  }
+  if (!flags.tls.cert_file.empty()) config.tls.cert_file = flags.tls.cert_file;
+  if (!flags.tls.key_file.empty()) config.tls.key_file = flags.tls.key_file;
+  if (!flags.tls.client_ca_file.empty()) config.tls.client_ca_file = flags.tls.client_ca_file;
+  if (!flags.tenants_file.empty()) config.tenants_file = flags.tenants_file;
+  if (flags.socket_requires_token) config.socket_requires_token = true;
+  if (app.count("--metrics-port")) config.metrics_port = flags.metrics_port;
+  if (app.count("--metrics-address")) config.metrics_address = flags.metrics_address;
+  if (!flags.log_file.empty()) config.log_file = flags.log_file;
+  if (app.count("--drain-timeout")) config.drain_timeout_s = flags.drain_timeout_s;
+  if (app.count("--max-pending-compiles")) config.admission.max_pending_compiles = flags.admission.max_pending_compiles;
+  if (app.count("--max-pending-per-tenant"))
+    config.admission.max_pending_per_tenant = flags.admission.max_pending_per_tenant;
   if (!flags.cuda_home.empty()) config.cuda_home = flags.cuda_home;
   if (app.count("--default-target")) config.default_target = flags.default_target;
   if (app.count("--log-level")) config.log_level = flags.log_level;
@@ -185,6 +251,10 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
 }
 
 int check_configuration(const DaemonConfig& config) {
+  if (Status s = check_tls_files(config); !s) {
+    fmt::print(stderr, "kjitd: {}\n", s.error().message);
+    return 2;
+  }
   auto pipeline = make_compile_pipeline(config);
   if (!pipeline) {
     fmt::print(stderr, "kjitd: {}\n", pipeline.error().message);

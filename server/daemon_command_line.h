@@ -25,13 +25,14 @@ struct DaemonCommandLine {
 // (--help: 0; a usage error or a bad configuration: non-zero, said on
 // stderr). A configuration is bad when the file cannot be read or parsed,
 // or when, with the flags over it, its log level or default target is
-// not one kjitd knows.
+// not one kjitd knows or its TLS settings do not go together.
 std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& exit_code);
 
 // What --check-config does after read_command_line: builds the compile
 // pipeline the daemon would (toolkits, plugins, named pipelines and edits)
 // and checks that its compile workers can be confined as configured, the
-// checks a start makes before it listens, without listening, creating the
+// checks a start makes before it listens (the TCP listener's TLS files
+// included), without listening, creating the
 // socket or opening the cache. Prints "configuration OK" on stdout and
 // returns 0, or prints the error on stderr and returns 2.
 int check_configuration(const DaemonConfig& config);

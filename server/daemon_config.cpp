@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include <toml++/toml.h>
@@ -102,6 +103,39 @@ Status read_cache(const toml::node& node, const std::string& path, CacheConfig& 
   return Ok{};
 }
 
+// A table of scalars ([tls], [admission]): each key read by `read`, which
+// answers nullopt for a key it does not know.
+template <typename Read>
+Status read_table(const toml::node& node, const std::string& path, const std::string& name, Read read) {
+  const toml::table* t = node.as_table();
+  if (!t) return config_error(path, "[" + name + "] must be a table");
+  for (auto&& [key, value] : *t) {
+    std::string full = name + "." + std::string(key.str());
+    std::optional<Status> s = read(std::string(key.str()), value, full);
+    if (!s) return config_error(path, "unknown key " + full);
+    if (!*s) return *s;
+  }
+  return Ok{};
+}
+
+Status read_flag(const toml::node& node, const std::string& path, const std::string& key, bool& out) {
+  auto v = node.value_exact<bool>();  // value<bool> would take 1 for true
+  if (!v) return config_error(path, key + " must be true or false");
+  out = *v;
+  return Ok{};
+}
+
+// An integer in [min, max], for the keys whose range is narrower than their type's.
+template <typename T>
+Status read_ranged(const toml::node& node, const std::string& path, const std::string& key, int64_t min, int64_t max,
+                   T& out) {
+  auto v = node.value_exact<int64_t>();
+  if (!v || *v < min || *v > max)
+    return config_error(path, key + " must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  out = static_cast<T>(*v);
+  return Ok{};
+}
+
 template <typename T>
 Status read_value(const toml::node& node, const std::string& path, const std::string& key, T& out) {
   if constexpr (std::is_same_v<T, std::string>) {
@@ -153,6 +187,36 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     Status s = Ok{};
     if (k == "socket") s = read_value(node, path, k, config.socket_path);
     else if (k == "listen") s = read_value(node, path, k, config.listen_address);
+    else if (k == "insecure_listen") s = read_flag(node, path, k, config.insecure_listen);
+    else if (k == "tls") {
+      s = read_table(node, path, k,
+                     [&](const std::string& key, const toml::node& value,
+                         const std::string& full) -> std::optional<Status> {
+                       if (key == "cert") return read_value(value, path, full, config.tls.cert_file);
+                       if (key == "key") return read_value(value, path, full, config.tls.key_file);
+                       if (key == "client_ca") return read_value(value, path, full, config.tls.client_ca_file);
+                       return std::nullopt;
+                     });
+    }
+    else if (k == "tenants") s = read_value(node, path, k, config.tenants_file);
+    else if (k == "socket_requires_token") s = read_flag(node, path, k, config.socket_requires_token);
+    else if (k == "admission") {
+      AdmissionConfig& admission = config.admission;
+      s = read_table(node, path, k,
+                     [&](const std::string& key, const toml::node& value,
+                         const std::string& full) -> std::optional<Status> {
+                       if (key == "max_pending_compiles")
+                         return read_value(value, path, full, admission.max_pending_compiles);
+                       if (key == "max_pending_per_tenant")
+                         return read_value(value, path, full, admission.max_pending_per_tenant);
+                       if (key == "retry_after_ms") return read_value(value, path, full, admission.retry_after_ms);
+                       return std::nullopt;
+                     });
+    }
+    else if (k == "metrics_port") s = read_ranged(node, path, k, 0, 65535, config.metrics_port);
+    else if (k == "metrics_address") s = read_value(node, path, k, config.metrics_address);
+    else if (k == "log_file") s = read_value(node, path, k, config.log_file);
+    else if (k == "drain_timeout_s") s = read_ranged(node, path, k, 1, 3600, config.drain_timeout_s);
     else if (k == "socket_group") s = read_value(node, path, k, config.socket_group);
     else if (k == "default_target") s = read_value(node, path, k, config.default_target);
     else if (k == "cuda_home") s = read_value(node, path, k, config.cuda_home);

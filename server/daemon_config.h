@@ -51,10 +51,42 @@ struct CacheConfig {
   uint64_t lease_wait_ms = 60'000;             // how long to wait for another daemon's compile
 };
 
+// TLS for the TCP listener: PEM files read at start.
+struct TlsConfig {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;  // set: clients must present a certificate it signed (mutual TLS)
+};
+
+// How many compiles may wait or run at once, before RESOURCE_EXHAUSTED with a
+// retry hint. A compile that joins an identical one in flight counts too.
+struct AdmissionConfig {
+  uint32_t max_pending_compiles = 256;     // all tenants together
+  uint32_t max_pending_per_tenant = 64;    // one tenant (the local operator is one)
+  uint32_t retry_after_ms = 1000;          // the hint given with a refusal
+};
+
 struct DaemonConfig {
   std::string socket_path;                       // empty: default_socket_path()
   std::string socket_group;                      // group that may connect (socket mode 0660); empty: the daemon's
-  std::string listen_address;                    // optional TCP "host:port" (plaintext, for loopback/tests)
+  // TCP "host:port" to listen on besides the socket; empty: none. It needs
+  // tls (a certificate and key) unless insecure_listen says plaintext is meant.
+  std::string listen_address;
+  bool insecure_listen = false;                  // plaintext TCP allowed (a warning at start)
+  TlsConfig tls;                                 // [tls]
+  // Tenants and their token digests (TOML); empty: no tenants, one shared
+  // namespace, no tokens asked for.
+  std::string tenants_file;
+  // With tenants: whether the unix socket asks for a token too (the TCP
+  // listener always does). Off: a socket request without a token is the
+  // local operator, in the default namespace.
+  bool socket_requires_token = false;
+  AdmissionConfig admission;                     // [admission]
+  // Prometheus metrics on http://metrics_address:metrics_port/metrics; 0: none.
+  uint16_t metrics_port = 0;
+  std::string metrics_address = "127.0.0.1";
+  std::string log_file;                          // empty: stderr; SIGHUP reopens it
+  uint32_t drain_timeout_s = 30;                 // SIGTERM: in-flight requests get this long
   uint64_t max_input_bytes = 16ull << 20;        // one request's source / PTX
   uint64_t max_header_bytes = 64ull << 20;       // all headers of one request, together
   uint32_t max_headers = 4096;                   // number of headers in one request
@@ -97,7 +129,14 @@ struct DaemonConfig {
 //
 //   socket = "/run/kjit/kjitd.sock"
 //   socket_group = "kjit"          # who may connect besides the daemon's user
-//   listen = "127.0.0.1:7878"
+//   listen = "0.0.0.0:7878"         # TCP besides the socket: needs [tls] or insecure_listen
+//   insecure_listen = false          # true: `listen` in plaintext (anyone who reaches it may compile)
+//   tenants = "/etc/kjit/tenants.toml"  # tenants and their token digests; unset: no tokens
+//   socket_requires_token = false    # with tenants: the socket asks for a token too
+//   metrics_port = 9464              # Prometheus /metrics (0: none)
+//   metrics_address = "127.0.0.1"
+//   log_file = "/var/log/kjit/kjitd.log"  # unset: stderr; SIGHUP reopens it
+//   drain_timeout_s = 30             # SIGTERM: how long in-flight requests get (1 to 3600)
 //   default_target = "cuda:90"
 //   cuda_home = "/usr/local/cuda"
 //   log_level = "info"
@@ -129,6 +168,14 @@ struct DaemonConfig {
 //   redis = "127.0.0.1:6379"
 //   redis_ttl_seconds = 604800
 //   lease_wait_ms = 60000
+//   [tls]                        # for `listen`; PEM files read at start
+//   cert = "/etc/kjit/tls/tls.crt"
+//   key = "/etc/kjit/tls/tls.key"
+//   client_ca = "/etc/kjit/tls/ca.crt"  # set: clients need a certificate it signed
+//   [admission]                  # compiles waiting or running before RESOURCE_EXHAUSTED
+//   max_pending_compiles = 256
+//   max_pending_per_tenant = 64
+//   retry_after_ms = 1000
 //   [[toolkits]]                 # another CUDA toolkit for a range of targets
 //   from = "cuda:100"
 //   to = "cuda:121"

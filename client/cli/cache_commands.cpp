@@ -81,10 +81,9 @@ int print_stats(const CacheStats& stats, bool json) {
 
 }  // namespace
 
-CLI::App* add_cache_command(CLI::App& app, CacheArgs& args, std::string& socket) {
+CLI::App* add_cache_command(CLI::App& app, CacheArgs& args) {
   CLI::App* cache = app.add_subcommand("cache", "inspect and maintain kjitd's compile cache");
   cache->require_subcommand(1);
-  cache->add_option("--socket,-s", socket, "kjitd's unix socket");
   args.stats = cache->add_subcommand("stats", "hits and misses per tier, bytes, entries, evictions, corruptions");
   args.stats->add_flag("--json", args.json, "print JSON");
   args.ls = cache->add_subcommand("ls", "list the disk tier's entries, most recently used first");
@@ -104,19 +103,22 @@ CLI::App* add_cache_command(CLI::App& app, CacheArgs& args, std::string& socket)
   args.explain->add_option("--right-target", args.right_target, "target for side b only");
   args.explain->add_option("--right-define", args.right_defines, "extra macro for side b only");
   args.explain->add_flag("--json", args.json, "print JSON");
+  // `kjit cache stats --socket S`: the connection options are cache's, and
+  // reach it from after the command too.
+  for (CLI::App* command : cache->get_subcommands({})) command->fallthrough();
   return cache;
 }
 
-int run_cache(const CacheArgs& args, const std::string& socket_path) {
-  Client client(socket_path);
+int run_cache(const CacheArgs& args, const Connection& connection) {
+  Client client = connection.client();
   if (*args.stats) {
     Result<CacheStats> stats = client.cache_stats();
-    if (!stats) return report_error(stats.error(), socket_path);
+    if (!stats) return report_error(stats.error(), connection.target);
     return print_stats(*stats, args.json);
   }
   if (*args.ls) {
     Result<std::vector<CacheListing>> entries = client.cache_list(args.limit);
-    if (!entries) return report_error(entries.error(), socket_path);
+    if (!entries) return report_error(entries.error(), connection.target);
     if (args.json) {
       nlohmann::json out = nlohmann::json::array();
       for (const CacheListing& e : *entries) out.push_back({{"key", e.key}, {"bytes", e.bytes}, {"last_access_unix", e.last_access_unix}});
@@ -132,14 +134,14 @@ int run_cache(const CacheArgs& args, const std::string& socket_path) {
     return k_exit_ok;
   }
   if (*args.rm) {
-    if (Status s = client.cache_remove(args.key); !s) return report_error(s.error(), socket_path);
+    if (Status s = client.cache_remove(args.key); !s) return report_error(s.error(), connection.target);
     return k_exit_ok;
   }
   if (*args.gc) {
     std::optional<uint64_t> max = parse_size(args.max_size);
     if (!max) return usage_error("cache", "--max-size takes bytes, optionally with K, M, G or T");
     Result<CacheGcResult> gc = client.cache_gc(*max);
-    if (!gc) return report_error(gc.error(), socket_path);
+    if (!gc) return report_error(gc.error(), connection.target);
     std::printf("removed %llu entries (%llu bytes); %llu entries, %llu bytes remain\n",
                 (unsigned long long)gc->removed_entries, (unsigned long long)gc->removed_bytes,
                 (unsigned long long)gc->entries_after, (unsigned long long)gc->bytes_after);
@@ -147,7 +149,7 @@ int run_cache(const CacheArgs& args, const std::string& socket_path) {
   }
   if (*args.verify) {
     Result<CacheVerifyResult> verify = client.cache_verify();
-    if (!verify) return report_error(verify.error(), socket_path);
+    if (!verify) return report_error(verify.error(), connection.target);
     std::printf("checked %llu entries, removed %llu bad ones\n", (unsigned long long)verify->checked,
                 (unsigned long long)verify->removed);
     return k_exit_ok;
@@ -161,7 +163,7 @@ int run_cache(const CacheArgs& args, const std::string& socket_path) {
     Result<ExplainSide> right = side_of(args.right, right_flags);
     if (!right) return usage_error("cache", right.error().message);
     Result<KeyExplanation> explanation = client.explain(*left, *right);
-    if (!explanation) return report_error(explanation.error(), socket_path);
+    if (!explanation) return report_error(explanation.error(), connection.target);
     if (args.json) {
       nlohmann::json differences = nlohmann::json::array();
       for (const auto& d : explanation->differences)

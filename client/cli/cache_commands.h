@@ -27,7 +27,7 @@ struct CacheArgs {
   std::vector<std::string> right_defines;
 };
 
-CLI::App* add_cache_command(CLI::App& app, CacheArgs& args, std::string& socket);
-int run_cache(const CacheArgs& args, const std::string& socket_path);
+CLI::App* add_cache_command(CLI::App& app, CacheArgs& args);
+int run_cache(const CacheArgs& args, const Connection& connection);
 
 }  // namespace kjit::cli

@@ -112,9 +112,9 @@ namespace {
 
 // The command once the request is built and answered; `client_ms` is how long
 // the client took, from its construction to the answer.
-int finish_compile(const CompileArgs& args, const std::string& socket_path, Result<CompileResult>& result,
+int finish_compile(const CompileArgs& args, const Connection& connection, Result<CompileResult>& result,
                    double client_ms) {
-  if (!result) return report_error(result.error(), socket_path);
+  if (!result) return report_error(result.error(), connection.target);
 
   std::string output = args.output;
   if (output.empty())
@@ -154,16 +154,16 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-int run_compile(const CompileArgs& args, const std::string& socket_path) {
+int run_compile(const CompileArgs& args, const Connection& connection) {
   Result<CompileRequest> built = build_compile_request(args);
   if (!built) return usage_error("compile", built.error().message);
   auto start = std::chrono::steady_clock::now();
-  Client client(socket_path);
+  Client client = connection.client();
   Result<CompileResult> result = client.compile(*built);
-  return finish_compile(args, socket_path, result, ms_since(start));
+  return finish_compile(args, connection, result, ms_since(start));
 }
 
-void run_compile_and_exit(const CompileArgs& args, const std::string& socket_path) {
+void run_compile_and_exit(const CompileArgs& args, const Connection& connection) {
   Result<CompileRequest> built = build_compile_request(args);
   if (!built) leave(usage_error("compile", built.error().message));
   auto start = std::chrono::steady_clock::now();
@@ -171,9 +171,9 @@ void run_compile_and_exit(const CompileArgs& args, const std::string& socket_pat
   // and joins the threads gRPC started and tears down its state, all of it
   // pure cost at the end of a one-shot process (and, on a busy host, waits on
   // the scheduler once per thread). The kernel reclaims it all at exit.
-  Client* client = new Client(socket_path);
+  Client* client = new Client(connection.client());
   Result<CompileResult> result = client->compile(*built);
-  leave(finish_compile(args, socket_path, result, ms_since(start)));
+  leave(finish_compile(args, connection, result, ms_since(start)));
 }
 
 }  // namespace kjit::cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "client/cli/connection.h"
 #include "kjit/client.h"
 
 namespace kjit::cli {
@@ -31,9 +32,9 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);
 // The request `kjit compile` would send for these arguments (input file read,
 // headers under -I resolved); a usage problem comes back as invalid_argument.
 Result<CompileRequest> build_compile_request(const CompileArgs& args);
-int run_compile(const CompileArgs& args, const std::string& socket_path);
+int run_compile(const CompileArgs& args, const Connection& connection);
 // The same, for a process that ends with the command: exits with its code
 // without shutting gRPC down (see compile_command.cpp), after flushing stdio.
-[[noreturn]] void run_compile_and_exit(const CompileArgs& args, const std::string& socket_path);
+[[noreturn]] void run_compile_and_exit(const CompileArgs& args, const Connection& connection);
 
 }  // namespace kjit::cli

@@ -181,19 +181,19 @@ CLI::App* add_launch_command(CLI::App& app, LaunchArgsCli& args) {
   return cmd;
 }
 
-int run_plan(const LaunchArgsCli& args, const std::string& socket_path) {
+int run_plan(const LaunchArgsCli& args, const Connection& connection) {
   Result<KernelRef> ref = kernel_ref(args);
   if (!ref) return usage_error("plan", ref.error().message);
   Result<LaunchConfig> config = launch_config(args);
   if (!config) return usage_error("plan", config.error().message);
-  Result<PlannedLaunch> plan = Client(socket_path).plan_launch(*ref, *config);
-  if (!plan) return report_error(plan.error(), socket_path);
+  Result<PlannedLaunch> plan = connection.client().plan_launch(*ref, *config);
+  if (!plan) return report_error(plan.error(), connection.target);
   if (args.json) std::cout << plan_to_json(*plan).dump() << std::endl;
   else std::cout << plan->description << std::flush;
   return k_exit_ok;
 }
 
-int run_launch(const LaunchArgsCli& args, const std::string& socket_path) {
+int run_launch(const LaunchArgsCli& args, const Connection& connection) {
   Result<KernelRef> ref = kernel_ref(args);
   if (!ref) return usage_error("launch", ref.error().message);
   Result<LaunchConfig> config = launch_config(args);
@@ -209,8 +209,8 @@ int run_launch(const LaunchArgsCli& args, const std::string& socket_path) {
       return usage_error("launch", "--out " + std::to_string(out) + " names no buffer argument");
     values[out].buffer.return_contents = true;
   }
-  Result<RemoteLaunchResult> result = Client(socket_path).launch(*ref, *config, values);
-  if (!result) return report_error(result.error(), socket_path);
+  Result<RemoteLaunchResult> result = connection.client().launch(*ref, *config, values);
+  if (!result) return report_error(result.error(), connection.target);
   nlohmann::json outputs = nlohmann::json::array();
   for (int out : args.outs) {
     std::string path = (std::filesystem::path(args.out_dir) / ("arg" + std::to_string(out) + ".bin")).string();

@@ -26,7 +26,7 @@ struct LaunchArgsCli {
 
 CLI::App* add_plan_command(CLI::App& app, LaunchArgsCli& args);
 CLI::App* add_launch_command(CLI::App& app, LaunchArgsCli& args);
-int run_plan(const LaunchArgsCli& args, const std::string& socket_path);
-int run_launch(const LaunchArgsCli& args, const std::string& socket_path);
+int run_plan(const LaunchArgsCli& args, const Connection& connection);
+int run_launch(const LaunchArgsCli& args, const Connection& connection);
 
 }  // namespace kjit::cli

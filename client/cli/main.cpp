@@ -2,14 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "client/cli/compile_command.h"
 #include "client/cli/cache_commands.h"
+#include "client/cli/compile_command.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
 #include "client/cli/launch_commands.h"
 #include "client/cli/pipeline_command.h"
 #include "client/cli/toolkits_command.h"
-#include "client/cli/exit_codes.h"
 #include "kjit/client.h"
-#include "kjit/socket_path.h"
 
 namespace {
 
@@ -30,14 +30,14 @@ void print_status(const kjit::DaemonStatus& s) {
               static_cast<unsigned long long>(s.timeout_seconds));
 }
 
-int run_health(const std::string& socket_path, bool verbose) {
-  kjit::Client client(socket_path, {std::chrono::seconds(10)});
+int run_health(const kjit::cli::Connection& connection, bool verbose) {
+  kjit::Client client = connection.client(std::chrono::seconds(10));
   kjit::Result<std::string> health = client.health();
-  if (!health) return kjit::cli::report_error(health.error(), socket_path);
+  if (!health) return kjit::cli::report_error(health.error(), connection.target);
   std::printf("%s\n", health->c_str());
   if (verbose) {
     kjit::Result<kjit::DaemonStatus> status = client.status();
-    if (!status) return kjit::cli::report_error(status.error(), socket_path);
+    if (!status) return kjit::cli::report_error(status.error(), connection.target);
     print_status(*status);
   }
   return *health == "SERVING" ? kjit::cli::k_exit_ok : kjit::cli::k_exit_compile_error;
@@ -48,31 +48,27 @@ int run_health(const std::string& socket_path, bool verbose) {
 int main(int argc, char** argv) {
   CLI::App app{"kjit — client of the kjit JIT kernel compilation daemon"};
   app.require_subcommand(1);
-  std::string socket;
-  app.add_option("--socket,-s", socket, "kjitd's unix socket (default: $KJIT_SOCKET, then the daemon's default)");
+  kjit::cli::ConnectionFlags connection_flags;
+  kjit::cli::add_connection_options(app, connection_flags);
 
   kjit::cli::CompileArgs compile_args;
   CLI::App* compile = kjit::cli::add_compile_command(app, compile_args);
-  // --socket is accepted after the subcommand too.
-  compile->add_option("--socket,-s", socket, "kjitd's unix socket");
   CLI::App* health = app.add_subcommand("health", "ask kjitd whether it is serving");
-  health->add_option("--socket,-s", socket, "kjitd's unix socket");
   bool health_verbose = false;
   health->add_flag("--verbose,-v", health_verbose, "also how compiles are confined and bounded");
   kjit::cli::PipelineShowArgs pipeline_args;
   CLI::App* pipeline_show = nullptr;
   CLI::App* pipeline = kjit::cli::add_pipeline_command(app, pipeline_args, &pipeline_show);
-  pipeline_show->add_option("--socket,-s", socket, "kjitd's unix socket");
   kjit::cli::CacheArgs cache_args;
-  CLI::App* cache = kjit::cli::add_cache_command(app, cache_args, socket);
+  CLI::App* cache = kjit::cli::add_cache_command(app, cache_args);
   kjit::cli::LaunchArgsCli plan_args, launch_args;
   CLI::App* plan = kjit::cli::add_plan_command(app, plan_args);
-  plan->add_option("--socket,-s", socket, "kjitd's unix socket");
   CLI::App* launch = kjit::cli::add_launch_command(app, launch_args);
-  launch->add_option("--socket,-s", socket, "kjitd's unix socket");
   kjit::cli::ToolkitsArgs toolkits_args;
   CLI::App* toolkits = kjit::cli::add_toolkits_command(app, toolkits_args);
-  toolkits->add_option("--socket,-s", socket, "kjitd's unix socket");
+  // The connection options are accepted after the subcommand too.
+  for (CLI::App* command : {compile, health, pipeline_show, cache, plan, launch, toolkits})
+    kjit::cli::add_connection_options(*command, connection_flags);
 
   try {
     app.parse(argc, argv);
@@ -85,15 +81,17 @@ int main(int argc, char** argv) {
     return kjit::cli::k_exit_usage;
   }
 
-  std::string socket_path = kjit::resolve_socket_path(socket);
+  kjit::Result<kjit::cli::Connection> resolved = kjit::cli::resolve_connection(connection_flags);
+  if (!resolved) return kjit::cli::usage_error(app.get_subcommands().front()->get_name(), resolved.error().message);
+  const kjit::cli::Connection& connection = *resolved;
   // The command that build scripts run once per kernel: it skips gRPC's
   // shutdown at the end, a measurable part of a cache hit's time.
-  if (*compile) kjit::cli::run_compile_and_exit(compile_args, socket_path);
-  if (*health) return run_health(socket_path, health_verbose);
-  if (*cache) return kjit::cli::run_cache(cache_args, socket_path);
-  if (*plan) return kjit::cli::run_plan(plan_args, socket_path);
-  if (*launch) return kjit::cli::run_launch(launch_args, socket_path);
-  if (*toolkits) return kjit::cli::run_toolkits(toolkits_args, socket_path);
-  if (*pipeline && *pipeline_show) return kjit::cli::run_pipeline_show(pipeline_args, socket_path);
+  if (*compile) kjit::cli::run_compile_and_exit(compile_args, connection);
+  if (*health) return run_health(connection, health_verbose);
+  if (*cache) return kjit::cli::run_cache(cache_args, connection);
+  if (*plan) return kjit::cli::run_plan(plan_args, connection);
+  if (*launch) return kjit::cli::run_launch(launch_args, connection);
+  if (*toolkits) return kjit::cli::run_toolkits(toolkits_args, connection);
+  if (*pipeline && *pipeline_show) return kjit::cli::run_pipeline_show(pipeline_args, connection);
   return kjit::cli::k_exit_usage;
 }

@@ -17,15 +17,15 @@ CLI::App* add_pipeline_command(CLI::App& app, PipelineShowArgs& args, CLI::App**
   return cmd;
 }
 
-int run_pipeline_show(const PipelineShowArgs& args, const std::string& socket_path) {
+int run_pipeline_show(const PipelineShowArgs& args, const Connection& connection) {
   std::optional<InputKind> input = parse_input_kind(args.input);
   if (!input) {
     std::fprintf(stderr, "kjit pipeline show: unknown input kind '%s'\n", args.input.c_str());
     return k_exit_usage;
   }
-  Client client(socket_path, {std::chrono::seconds(30)});
+  Client client = connection.client(std::chrono::seconds(30));
   Result<PipelineDescription> description = client.describe_pipeline(*input, args.target, args.pipeline);
-  if (!description) return report_error(description.error(), socket_path);
+  if (!description) return report_error(description.error(), connection.target);
   std::fputs(description->toml.c_str(), stdout);
   return k_exit_ok;
 }

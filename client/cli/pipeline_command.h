@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "client/cli/connection.h"
+
 namespace kjit::cli {
 
 struct PipelineShowArgs {
@@ -14,6 +16,6 @@ struct PipelineShowArgs {
 };
 
 CLI::App* add_pipeline_command(CLI::App& app, PipelineShowArgs& args, CLI::App** show);
-int run_pipeline_show(const PipelineShowArgs& args, const std::string& socket_path);
+int run_pipeline_show(const PipelineShowArgs& args, const Connection& connection);
 
 }  // namespace kjit::cli

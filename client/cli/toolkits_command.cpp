@@ -67,10 +67,10 @@ CLI::App* add_toolkits_command(CLI::App& app, ToolkitsArgs& args) {
   return cmd;
 }
 
-int run_toolkits(const ToolkitsArgs& args, const std::string& socket_path) {
-  Client client(socket_path, {std::chrono::seconds(10)});
+int run_toolkits(const ToolkitsArgs& args, const Connection& connection) {
+  Client client = connection.client(std::chrono::seconds(10));
   Result<ToolkitListing> listing = client.toolkits();
-  if (!listing) return report_error(listing.error(), socket_path);
+  if (!listing) return report_error(listing.error(), connection.target);
   if (args.json) std::cout << to_json(*listing).dump() << std::endl;
   else print_table(*listing);
   return k_exit_ok;

@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "client/cli/connection.h"
+
 namespace kjit::cli {
 
 struct ToolkitsArgs {
@@ -13,6 +15,6 @@ struct ToolkitsArgs {
 };
 
 CLI::App* add_toolkits_command(CLI::App& app, ToolkitsArgs& args);
-int run_toolkits(const ToolkitsArgs& args, const std::string& socket_path);
+int run_toolkits(const ToolkitsArgs& args, const Connection& connection);
 
 }  // namespace kjit::cli

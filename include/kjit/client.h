@@ -207,14 +207,31 @@ struct DaemonStatus {
 };
 
 struct ClientOptions {
+  ClientOptions() = default;
+  // `ClientOptions{std::chrono::seconds(10)}`: the timeout, the rest as default.
+  ClientOptions(std::chrono::milliseconds call_timeout) : timeout(call_timeout) {}
+
   // Per call; a compile of a large kernel can take many seconds.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // TLS to a TCP address: the PEM file of the CA that signed kjitd's
+  // certificate. Empty: plaintext (the unix socket, or --insecure-listen).
+  std::string tls_ca_file;
+  // The client's own certificate and key (PEM), for a daemon that asks for
+  // one (mutual TLS, --tls-client-ca).
+  std::string tls_cert_file, tls_key_file;
+  // The name checked in the daemon's certificate instead of the address's
+  // host, e.g. when connecting by IP to a certificate issued for a name.
+  std::string tls_server_name;
+  // Sent with every call as `authorization: Bearer <token>` (a tenant's
+  // token). Never logged.
+  std::string token;
 };
 
 class Client {
  public:
   // `address`: a unix socket path ("/run/kjit/kjitd.sock"), or a gRPC target
-  // ("unix:/path", "127.0.0.1:7878"). Connects lazily.
+  // ("unix:/path", "127.0.0.1:7878"). Connects lazily. A TLS file that
+  // cannot be read makes every call fail with FAILED_PRECONDITION naming it.
   explicit Client(const std::string& address, ClientOptions options = {});
   ~Client();
   Client(Client&&) noexcept;

@@ -4,9 +4,10 @@
     tests/deploy/check_manifests.py [--deploy DIR] [--kjitd build/bin/kjitd]
 
 Kubernetes manifests (deploy/kubernetes), the compose file, the systemd unit,
-the configuration files and the Dockerfile: images, probes on the gRPC health
-service, the socket's hostPath, ports that agree between container, probe and
-Service, resource requests and limits, the systemd hardening options, and
+the configuration files and the Dockerfile: images, probes (kjit health),
+TLS on the compile Deployment's port from a Secret mounted read-only, the
+socket's hostPath, ports that agree between container, Service and --listen,
+resource requests and limits, the systemd hardening options, and
 that every TOML configuration (the ConfigMap's included) is accepted by
 `kjitd --check-config` with the flags each deployment starts kjitd with.
 Prints one line per problem and exits 1 when there is any.
@@ -32,6 +33,7 @@ SOCKET_DIR = "/run/kjit"
 CONFIG_PATH = "/etc/kjit/kjitd.toml"
 # The oldest Kubernetes the manifests are for: grpc probes are GA from 1.27.
 SCHEMA_VERSION = "1.27"
+TLS_FILE_FLAGS = ("--tls-cert", "--tls-key", "--tls-client-ca")
 NAMESPACED = {"ConfigMap", "DaemonSet", "Deployment", "Service", "PodDisruptionBudget"}
 
 
@@ -86,6 +88,14 @@ def check_config(kjitd: str | None, text: str, args: list[str], where: str, prob
     with tempfile.TemporaryDirectory(prefix="kjit-deploy-") as tmp:
         path = Path(tmp) / "kjitd.toml"
         path.write_text(text)
+        # The TLS files are the cluster's (a Secret): stand-ins here, so that
+        # the check is of the flags, not of this machine's files.
+        args = list(args)
+        for i, arg in enumerate(args[:-1]):
+            if arg in TLS_FILE_FLAGS:
+                stand_in = Path(tmp) / arg.lstrip("-")
+                stand_in.write_text(f"stand-in for {args[i + 1]}\n")
+                args[i + 1] = str(stand_in)
         command = [kjitd, "--check-config", "--config", str(path), *without_flag(args, "--config")]
         result = subprocess.run(command, capture_output=True, text=True, timeout=60)
         if result.returncode != 0 and "cannot confine compile workers" in result.stderr:
@@ -166,6 +176,23 @@ def volume_for(doc: dict, container: dict, mount_path: str) -> dict | None:
             for volume in pod_spec(doc).get("volumes", []) or []:
                 if volume.get("name") == mount.get("name"):
                     return volume
+    return None
+
+
+def mount_for(container: dict, path: str) -> dict | None:
+    """The volume mount a file lies under (the deepest one)."""
+    best = None
+    for mount in container.get("volumeMounts", []) or []:
+        root = str(mount.get("mountPath", "")).rstrip("/")
+        if path.startswith(root + "/") and (best is None or len(root) > len(best["mountPath"].rstrip("/"))):
+            best = mount
+    return best
+
+
+def volume_named(doc: dict, name: str | None) -> dict | None:
+    for volume in pod_spec(doc).get("volumes", []) or []:
+        if volume.get("name") == name:
+            return volume
     return None
 
 
@@ -310,7 +337,9 @@ def check_kubernetes(directory: Path, kjitd: str | None, problems: Problems, fac
         if not init_owns:
             problems.add(file, f"no init container hands the hostPath directories to uid {KJIT_UID}")
 
-    # The compile Deployment: TCP port, gRPC probes on it, a Service to it.
+    # The compile Deployment: a TCP port with TLS from a Secret mounted
+    # read-only, probes over the pod's socket (Kubernetes' grpc probes cannot
+    # speak TLS), a Service to the port.
     found = one("Deployment", component="compiler")
     if found:
         file, deployment = found
@@ -325,12 +354,27 @@ def check_kubernetes(directory: Path, kjitd: str | None, problems: Problems, fac
             ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", []) or []}
             if port is not None and port not in ports.values():
                 problems.add(where, f"--listen port {port} is not a containerPort ({sorted(ports.values())})")
+            args = [str(a) for a in container.get("args", [])]
+            if "--insecure-listen" in args or any(a.startswith("--insecure-listen=") for a in args):
+                problems.add(where, "the TCP port is plaintext (--insecure-listen); give it --tls-cert and --tls-key")
+            tls_files = [flag_value(args, flag) for flag in TLS_FILE_FLAGS if flag_value(args, flag)]
+            if not flag_value(args, "--tls-cert") or not flag_value(args, "--tls-key"):
+                problems.add(where, "no --tls-cert and --tls-key for the TCP port")
+            for tls_file in tls_files:
+                mount = mount_for(container, tls_file)
+                volume = volume_named(deployment, mount.get("name")) if mount else None
+                if not volume or "secret" not in volume:
+                    problems.add(where, f"{tls_file} is not in a mounted Secret")
+                elif not mount.get("readOnly"):
+                    problems.add(where, f"the Secret holding {tls_file} is not mounted readOnly")
             for probe in ("readinessProbe", "livenessProbe"):
-                grpc = (container.get(probe) or {}).get("grpc")
-                if not grpc:
-                    problems.add(where, f"{probe} is not a grpc probe")
-                elif grpc.get("port") != port:
-                    problems.add(where, f"{probe} probes port {grpc.get('port')}, kjitd listens on {port}")
+                spec = container.get(probe) or {}
+                command = (spec.get("exec") or {}).get("command") or []
+                if spec.get("grpc"):
+                    problems.add(where, f"{probe} is a grpc probe, which cannot speak TLS to port {port}; "
+                                        "use exec kjit health over the socket")
+                elif not command or not command[0].endswith("kjit") or "health" not in command:
+                    problems.add(where, f"{probe} is not exec kjit health")
             template_labels = (deployment["spec"]["template"].get("metadata") or {}).get("labels") or {}
             service = one("Service", component="compiler")
             if service:

@@ -109,12 +109,46 @@ class CheckManifestsTest(unittest.TestCase):
         self.copy.edit_yaml("kubernetes/compile-deployment.yaml", edit)
         self.assert_problem(r"no readinessProbe")
 
-    def test_grpc_probe_on_the_wrong_port(self):
+    def test_grpc_probe_on_the_tls_port(self):
         def edit(doc):
             if doc.get("kind") == "Deployment":
-                kjitd_container(doc)["livenessProbe"]["grpc"]["port"] = 9999
+                kjitd_container(doc)["livenessProbe"] = {"grpc": {"port": 7878}}
         self.copy.edit_yaml("kubernetes/compile-deployment.yaml", edit)
-        self.assert_problem(r"livenessProbe probes port 9999, kjitd listens on 7878")
+        self.assert_problem(r"livenessProbe is a grpc probe, which cannot speak TLS to port 7878")
+
+    def test_compile_port_in_plaintext(self):
+        def edit(doc):
+            if doc.get("kind") == "Deployment":
+                container = kjitd_container(doc)
+                container["args"] = container["args"][:4] + ["--insecure-listen"]
+        self.copy.edit_yaml("kubernetes/compile-deployment.yaml", edit)
+        self.assert_problem(r"the TCP port is plaintext \(--insecure-listen\)")
+        self.assert_problem(r"no --tls-cert and --tls-key for the TCP port")
+
+    def test_tls_secret_mounted_writable(self):
+        def edit(doc):
+            if doc.get("kind") == "Deployment":
+                for mount in kjitd_container(doc)["volumeMounts"]:
+                    if mount["name"] == "tls":
+                        del mount["readOnly"]
+        self.copy.edit_yaml("kubernetes/compile-deployment.yaml", edit)
+        self.assert_problem(r"the Secret holding /etc/kjit-tls/tls.crt is not mounted readOnly")
+
+    def test_tls_files_not_from_a_secret(self):
+        def edit(doc):
+            if doc.get("kind") == "Deployment":
+                for volume in doc["spec"]["template"]["spec"]["volumes"]:
+                    if volume["name"] == "tls":
+                        volume.pop("secret")
+                        volume["emptyDir"] = {}
+        self.copy.edit_yaml("kubernetes/compile-deployment.yaml", edit)
+        self.assert_problem(r"/etc/kjit-tls/tls.key is not in a mounted Secret")
+
+    @unittest.skipUnless(HAVE_KJITD, f"no kjitd at {KJITD}")
+    def test_compose_listen_without_tls_or_insecure_listen_refused_by_kjitd(self):
+        self.copy.edit_text("compose.yaml", ', "--insecure-listen"', "")
+        self.assert_problem(r"compose.yaml: .*kjitd --check-config refused it \(exit 2\): .*--insecure-listen",
+                            kjitd=True)
 
     def test_service_target_port_unknown(self):
         def edit(doc):

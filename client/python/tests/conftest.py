@@ -47,7 +47,9 @@ class Daemon:
             pytest.fail("no kjitd at %s: build it (make build) or set KJITD" % KJITD, pytrace=False)
         env = dict(os.environ, XDG_CACHE_HOME=str(self.root / "xdg-cache"), XDG_RUNTIME_DIR=str(self.root))
         env.pop("KJIT_SOCKET", None)
-        command = [str(KJITD), "--socket", self.socket, "--listen", self.tcp, "--cache-dir", str(self.cache_dir)]
+        # Plaintext TCP, on the loopback, for the tests of TCP addresses.
+        command = [str(KJITD), "--socket", self.socket, "--listen", self.tcp, "--insecure-listen",
+                   "--cache-dir", str(self.cache_dir)]
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + START_SECONDS

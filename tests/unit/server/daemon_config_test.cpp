@@ -58,5 +58,60 @@ TEST(DaemonConfig, ToolkitPathsAndPolicyAreRead) {
   EXPECT_EQ(config.local_toolkit_prefix, std::string{});
 }
 
+TEST(DaemonConfig, TransportKeysAreRead) {
+  DaemonConfig config;
+  ASSERT_TRUE(
+      load_config_text("listen = \"0.0.0.0:7878\"\ninsecure_listen = true\n"
+                       "tenants = \"/etc/kjit/tenants.toml\"\nsocket_requires_token = true\n"
+                       "metrics_port = 9464\nmetrics_address = \"0.0.0.0\"\n"
+                       "log_file = \"/var/log/kjitd.log\"\ndrain_timeout_s = 3600\n"
+                       "[tls]\ncert = \"/tls/tls.crt\"\nkey = \"/tls/tls.key\"\nclient_ca = \"/tls/ca.crt\"\n"
+                       "[admission]\nmax_pending_compiles = 10\nmax_pending_per_tenant = 3\n"
+                       "retry_after_ms = 250\n",
+                       "t", config))
+      << "the documented keys load";
+  EXPECT_EQ(config.listen_address, "0.0.0.0:7878");
+  EXPECT_TRUE(config.insecure_listen);
+  EXPECT_EQ(config.tenants_file, "/etc/kjit/tenants.toml");
+  EXPECT_TRUE(config.socket_requires_token);
+  EXPECT_EQ(config.metrics_port, 9464);
+  EXPECT_EQ(config.metrics_address, "0.0.0.0");
+  EXPECT_EQ(config.log_file, "/var/log/kjitd.log");
+  EXPECT_EQ(config.drain_timeout_s, 3600u);
+  EXPECT_EQ(config.tls.cert_file, "/tls/tls.crt");
+  EXPECT_EQ(config.tls.key_file, "/tls/tls.key");
+  EXPECT_EQ(config.tls.client_ca_file, "/tls/ca.crt");
+  EXPECT_EQ(config.admission.max_pending_compiles, 10u);
+  EXPECT_EQ(config.admission.max_pending_per_tenant, 3u);
+  EXPECT_EQ(config.admission.retry_after_ms, 250u);
+}
+
+TEST(DaemonConfig, TransportKeysOutOfRangeOrMistypedAreRefusedNamingTheKey) {
+  struct Case {
+    const char* text;
+    const char* key;
+  };
+  for (const Case& c :
+       {Case{"metrics_port = 65536\n", "metrics_port"}, Case{"metrics_port = -1\n", "metrics_port"},
+        Case{"drain_timeout_s = 0\n", "drain_timeout_s"}, Case{"drain_timeout_s = 3601\n", "drain_timeout_s"},
+        Case{"insecure_listen = \"yes\"\n", "insecure_listen"},
+        Case{"socket_requires_token = 1\n", "socket_requires_token"}, Case{"tenants = 3\n", "tenants"},
+        Case{"[admission]\nmax_pending_compiles = 0\n", "admission.max_pending_compiles"},
+        Case{"[admission]\nretry_after_ms = -5\n", "admission.retry_after_ms"},
+        Case{"[admission]\nmax_pending_per_tenant = 1.5\n", "admission.max_pending_per_tenant"},
+        Case{"[tls]\ncert = 1\n", "tls.cert"}, Case{"tls = \"/x.pem\"\n", "[tls]"},
+        Case{"[tls]\ncertificate = \"/x.pem\"\n", "unknown key tls.certificate"},
+        Case{"[admission]\nmax_pending = 4\n", "unknown key admission.max_pending"}}) {
+    Status s = load(c.text);
+    ASSERT_FALSE(s) << c.text << " was accepted";
+    EXPECT_NE(s.error().message.find(c.key), std::string::npos) << c.text << ": " << s.error().message;
+    EXPECT_NE(s.error().message.find("test.toml"), std::string::npos) << s.error().message;
+  }
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text("metrics_port = 0\ndrain_timeout_s = 1\n", "t", config));
+  EXPECT_EQ(config.metrics_port, 0);
+  EXPECT_EQ(config.drain_timeout_s, 1u);
+}
+
 }  // namespace
 }  // namespace kjit
