@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "pipeline/cache_key.h"
+#include "server/tenants.h"
 
 namespace kjit {
 namespace {
@@ -95,8 +96,9 @@ Status BlobStore::check_identity(std::string_view ns, std::string_view key, std:
   return check_blob_field("name", name, true);
 }
 
-std::optional<BlobHit> BlobStore::lookup(const BlobIdentity& identity) {
-  const std::string cache_key = blob_cache_key(identity.kind, identity.ns, identity.key, identity.name);
+std::optional<BlobHit> BlobStore::lookup(std::string_view tenant_ns, const BlobIdentity& identity) {
+  const std::string cache_key =
+      namespaced_key(blob_cache_key(identity.kind, identity.ns, identity.key, identity.name), tenant_ns);
   std::optional<CacheHit> hit = tiers_.get(cache_key);
   // Anything else under this key (no blob marker, another identity) is
   // not this blob; it is left alone, as its owner may still want it.
@@ -104,8 +106,8 @@ std::optional<BlobHit> BlobStore::lookup(const BlobIdentity& identity) {
   return BlobHit{std::move(hit->entry), hit->tier};
 }
 
-Result<std::string> BlobStore::put(std::string_view ns, std::string_view key, std::string_view name,
-                                   std::string data) {
+Result<std::string> BlobStore::put(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                   std::string_view name, std::string data) {
   if (Status s = check_identity(ns, key, name); !s) return s.error();
   if (data.size() > max_blob_bytes_)
     return make_error(ErrorCode::resource_exhausted, "blob '" + quoted(name) + "' has " + std::to_string(data.size()) +
@@ -113,28 +115,29 @@ Result<std::string> BlobStore::put(std::string_view ns, std::string_view key, st
                                                          std::to_string(max_blob_bytes_) + " (max_blob_bytes)");
   CacheEntry entry;
   entry.blob = BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)};
-  entry.key = blob_cache_key(k_blob_kind, ns, key, name);
+  std::string cache_key = blob_cache_key(k_blob_kind, ns, key, name);
+  entry.key = namespaced_key(cache_key, tenant_ns);
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   const uint64_t size = data.size();
   entry.artifact.bytes = std::move(data);
-  std::string cache_key = entry.key;
   tiers_.put(std::move(entry));
   ++puts_;
   put_bytes_ += size;
   return cache_key;
 }
 
-Result<std::optional<BlobHit>> BlobStore::get(std::string_view ns, std::string_view key, std::string_view name) {
+Result<std::optional<BlobHit>> BlobStore::get(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                              std::string_view name) {
   if (Status s = check_identity(ns, key, name); !s) return s.error();
   ++gets_;
   std::optional<BlobHit> hit =
-      lookup(BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)});
+      lookup(tenant_ns, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)});
   ++(hit ? hits_ : misses_);
   return hit;
 }
 
-Status BlobStore::put_group(std::string_view ns, std::string_view key, std::string_view group,
-                            const std::vector<std::string>& names) {
+Status BlobStore::put_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                            std::string_view group, const std::vector<std::string>& names) {
   if (Status s = check_identity(ns, key, group); !s) return s;
   if (names.size() > k_max_blob_group_names)
     return make_error(ErrorCode::invalid_argument, "a group has at most " + std::to_string(k_max_blob_group_names) +
@@ -143,7 +146,7 @@ Status BlobStore::put_group(std::string_view ns, std::string_view key, std::stri
     if (Status s = check_blob_field("name", name, true); !s) return s;
   CacheEntry entry;
   entry.blob = BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)};
-  entry.key = blob_cache_key(k_blob_group_kind, ns, key, group);
+  entry.key = namespaced_key(blob_cache_key(k_blob_group_kind, ns, key, group), tenant_ns);
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   entry.artifact.bytes = encode_names(names);
   tiers_.put(std::move(entry));
@@ -151,12 +154,14 @@ Status BlobStore::put_group(std::string_view ns, std::string_view key, std::stri
   return Ok{};
 }
 
-Result<BlobGroupAnswer> BlobStore::get_group(std::string_view ns, std::string_view key, std::string_view group) {
+Result<BlobGroupAnswer> BlobStore::get_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                             std::string_view group) {
   if (Status s = check_identity(ns, key, group); !s) return s.error();
   ++group_gets_;
   BlobGroupAnswer answer;
   std::optional<BlobHit> manifest =
-      lookup(BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)});
+      lookup(tenant_ns,
+             BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)});
   if (!manifest) return answer;
   answer.found = true;
   uint64_t budget_used = 0;
@@ -166,7 +171,7 @@ Result<BlobGroupAnswer> BlobStore::get_group(std::string_view ns, std::string_vi
     if (!check_blob_field("name", name, true)) continue;
     ++gets_;
     std::optional<BlobHit> hit =
-        lookup(BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), name});
+        lookup(tenant_ns, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), name});
     if (!hit) {
       ++misses_;
       answer.missing.push_back(std::move(name));

@@ -67,18 +67,23 @@ class BlobStore {
   BlobStore(TieredCache::Tiers tiers, uint64_t max_blob_bytes);
 
   // Fields are validated here, so every caller gets the same errors.
-  Result<std::string> put(std::string_view ns, std::string_view key, std::string_view name, std::string data);
-  Result<std::optional<BlobHit>> get(std::string_view ns, std::string_view key, std::string_view name);
-  Status put_group(std::string_view ns, std::string_view key, std::string_view group,
+  // `tenant_ns` is the caller's cache namespace (tenants.h): blobs are
+  // stored under namespaced keys, so no tenant reads another's.
+  Result<std::string> put(std::string_view tenant_ns, std::string_view ns, std::string_view key, std::string_view name,
+                          std::string data);
+  Result<std::optional<BlobHit>> get(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                     std::string_view name);
+  Status put_group(std::string_view tenant_ns, std::string_view ns, std::string_view key, std::string_view group,
                    const std::vector<std::string>& names);
   // Members are returned while their sum stays within max_blob_bytes (the
   // first always), so an answer is never much larger than one PutBlob.
-  Result<BlobGroupAnswer> get_group(std::string_view ns, std::string_view key, std::string_view group);
+  Result<BlobGroupAnswer> get_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                    std::string_view group);
 
   BlobStats stats() const;
 
  private:
-  std::optional<BlobHit> lookup(const BlobIdentity& identity);
+  std::optional<BlobHit> lookup(std::string_view tenant_ns, const BlobIdentity& identity);
   Status check_identity(std::string_view ns, std::string_view key, std::string_view name) const;
 
   TieredCache tiers_;

@@ -6,13 +6,17 @@
 
 #include "server/blob_store.h"
 #include "server/cached_compiler.h"
+#include "server/call_gate.h"
 #include "kjit/v1/cache.grpc.pb.h"
 
 namespace kjit {
 
 class CacheService final : public v1::Cache::Service {
  public:
-  explicit CacheService(std::shared_ptr<const CachedCompiler> compiler);
+  // gate null: calls pass a gate without tenants or metrics.
+  explicit CacheService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<CallGate> gate = nullptr);
+
+  const BlobStore* blobs() const { return blobs_.get(); }
 
   grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest*, v1::StatsResponse*) override;
   grpc::Status List(grpc::ServerContext*, const v1::ListRequest*, v1::ListResponse*) override;
@@ -26,8 +30,9 @@ class CacheService final : public v1::Cache::Service {
   grpc::Status GetBlobGroup(grpc::ServerContext*, const v1::GetBlobGroupRequest*, v1::GetBlobGroupResponse*) override;
 
  private:
-  Result<CacheKey> key_of(const v1::ExplainSide& side) const;
+  Result<CacheKey> key_of(const v1::ExplainSide& side, const Caller& caller) const;
   std::shared_ptr<const CachedCompiler> compiler_;
+  std::shared_ptr<CallGate> gate_;
   std::unique_ptr<BlobStore> blobs_;  // null when the cache is off
 };
 

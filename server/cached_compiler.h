@@ -5,6 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,12 +16,22 @@
 #include "core/artifact.h"
 #include "core/compile_job.h"
 #include "server/daemon_cache.h"
+#include "server/compile_admission.h"
 #include "server/compile_workers.h"
 #include "server/plan_memo.h"
 #include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
 namespace kjit {
+
+// Who asks for a compile, as the cache and the compile queue see it.
+struct CompileScope {
+  std::string_view ns;      // cache namespace; empty: the default one
+  std::string_view tenant;  // the queue's name for the caller (its fair share and bound)
+  // Whether this request's client went away (or its deadline passed); a
+  // compile nobody waits for any more is stopped. Empty: never.
+  std::function<bool()> gone;
+};
 
 struct CompileOutcome {
   // Shared with the cache (never copied on a hit); its own timings are those
@@ -32,14 +46,16 @@ class CachedCompiler {
  public:
   // cache may be null: every request compiles. workers may be null:
   // compiles run in this process.
+  // admission may be null: compiles are neither bounded nor queued fairly.
   CachedCompiler(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
-                  std::shared_ptr<DaemonCache> cache, std::shared_ptr<CompileWorkers> workers = nullptr);
+                  std::shared_ptr<DaemonCache> cache, std::shared_ptr<CompileWorkers> workers = nullptr,
+                  std::shared_ptr<CompileAdmission> admission = nullptr);
 
   using Clock = std::chrono::steady_clock;
 
   // The cache first (its key derived from the job and the effective
   // pipeline), then one compile per key shared by every waiter.
-  Result<CompileOutcome> compile(const CompileJob& job) const;
+  Result<CompileOutcome> compile(const CompileJob& job, const CompileScope& scope = {}) const;
 
   // The same in steps, for a caller that answers memory hits where it
   // stands and hands everything else (disk, Redis, compiles: work that
@@ -48,13 +64,15 @@ class CachedCompiler {
   // Remembered for recent jobs (plan_memo.h), so a hit derives no key.
   Result<PlanMemo::PlanPtr> plan(const CompileJob& job) const;
   // Never blocks on I/O; nullopt on a miss (counted by compile() after it).
-  std::optional<CompileOutcome> memory_hit(const CompilePlan& plan, Clock::time_point received) const;
-  Result<CompileOutcome> compile(const CompileJob& job, const CompilePlan& plan,
-                                 Clock::time_point received) const;
+  std::optional<CompileOutcome> memory_hit(const CompilePlan& plan, Clock::time_point received,
+                                           std::string_view ns = {}) const;
+  Result<CompileOutcome> compile(const CompileJob& job, const CompilePlan& plan, Clock::time_point received,
+                                 const CompileScope& scope = {}) const;
 
   const DaemonConfig& config() const { return config_; }
   const CompilePipeline& pipeline() const { return *pipeline_; }
   DaemonCache* cache() const { return cache_.get(); }
+  CompileAdmission* admission() const { return admission_.get(); }
 
  private:
   DaemonConfig config_;
@@ -62,8 +80,18 @@ class CachedCompiler {
   std::shared_ptr<DaemonCache> cache_;
   std::shared_ptr<CompileWorkers> workers_;
   std::unique_ptr<PlanMemo> plan_memo_;  // null when a plugin hooks the key
+  std::shared_ptr<CompileAdmission> admission_;
 
-  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan) const;
+  // The requests waiting on each stored key's compile (their `gone`; null
+  // for a caller that never goes away): a compile all of them left is
+  // abandoned.
+  mutable std::mutex interest_mutex_;
+  mutable std::unordered_multimap<std::string, const std::function<bool()>*> interest_;
+  bool abandoned(const std::string& stored_key) const;
+
+  // Admitted (bounded, fair), then run in a worker or here.
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan, const CompileScope& scope,
+                       const std::function<bool()>& abandoned) const;
 };
 
 }  // namespace kjit

@@ -9,6 +9,7 @@
 #include "server/fatbin_compile.h"
 #include "convert/wire_convert.h"
 #include "pipeline/pipeline_toml.h"
+#include "server/metrics.h"
 #include "server/status_mapping.h"
 #include "server/toolkit_listing.h"
 
@@ -17,70 +18,115 @@ namespace {
 
 using Clock = CachedCompiler::Clock;
 
+}  // namespace
+
+// One call through the gate: opened when it arrives, closed with the status
+// it is answered with.
+struct CompilerService::Call {
+  CompilerService* service;
+  grpc::CallbackServerContext* context;
+  grpc::ServerUnaryReactor* reactor;
+  std::string_view method;
+  Clock::time_point received;
+  Result<Caller> caller;
+
+  CompileScope scope() const {
+    const grpc::CallbackServerContext* ctx = context;
+    return CompileScope{caller->ns, caller->tenant, [ctx] { return call_gone(*ctx); }};
+  }
+  void finish(const grpc::Status& status) {
+    service->gate_->close(caller, method, status, received);
+    reactor->Finish(status);
+  }
+  void fail(const Error& error) { finish(to_grpc_status(error, *context)); }
+  Metrics* service_metrics() const { return service->gate_->metrics(); }
+};
+
+namespace {
+
 // Fills the response (or the error status) and finishes the call.
-void finish_compile(grpc::CallbackServerContext& context, grpc::ServerUnaryReactor& reactor, const CompileJob& job,
-                    Result<CompileOutcome> outcome, v1::CompileResponse& response, Clock::time_point received) {
+void finish_compile(CompilerService::Call& call, const CompileJob& job, Result<CompileOutcome> outcome,
+                    v1::CompileResponse& response) {
+  const double seconds = std::chrono::duration<double>(Clock::now() - call.received).count();
+  Metrics* metrics = call.service_metrics();
   if (!outcome) {
     spdlog::info("compile {} for {} failed ({}): {}", job.input_name, job.target.canonical(),
                  to_string(outcome.error().code), outcome.error().message);
-    reactor.Finish(to_grpc_status(outcome.error(), context));
+    // A compiler ran when there is its log to show.
+    if (metrics && !outcome.error().log.empty()) metrics->record_compile(seconds, false);
+    call.fail(outcome.error());
     return;
+  }
+  if (metrics) {
+    if (outcome->source == CacheSource::compiled)
+      metrics->record_compile(seconds, true);
+    else if (outcome->source != CacheSource::joined)
+      metrics->record_hit(to_string(outcome->source), seconds);
   }
   const size_t kernels = outcome->artifact->kernels.size();
   const size_t bytes = outcome->artifact->bytes.size();
   response.set_cache(std::string(to_string(outcome->source)));
   to_compile_response(*outcome->artifact, outcome->timings, response);
-  response.set_server_ms(std::chrono::duration<double, std::milli>(Clock::now() - received).count());
+  response.set_request_id(call.caller->request_id);
+  response.set_server_ms(std::chrono::duration<double, std::milli>(Clock::now() - call.received).count());
   spdlog::info("{} {} for {}: {} {} bytes, {} kernel(s), {:.1f} ms", to_string(outcome->source), job.input_name,
                job.target.canonical(), to_string(job.wanted), bytes, kernels, response.server_ms());
-  reactor.Finish(grpc::Status::OK);
+  call.finish(grpc::Status::OK);
 }
 
 }  // namespace
 
 CompilerService::CompilerService(std::shared_ptr<const CachedCompiler> compiler,
-                                 std::shared_ptr<ElasticThreadPool> blocking_work)
-    : compiler_(std::move(compiler)), blocking_work_(std::move(blocking_work)) {}
+                                 std::shared_ptr<ElasticThreadPool> blocking_work, std::shared_ptr<CallGate> gate)
+    : compiler_(std::move(compiler)),
+      blocking_work_(std::move(blocking_work)),
+      gate_(gate ? std::move(gate) : std::make_shared<CallGate>(CallGate::Options{})) {}
 
 grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* context,
                                                    const v1::CompileRequest* request, v1::CompileResponse* response) {
   const Clock::time_point received = Clock::now();
-  if (wants_fatbin(*request)) return compile_fatbin(context, *request, response);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto call = std::make_shared<Call>(Call{this, context, context->DefaultReactor(), "Compile", received,
+                                          gate_->open(*context, "Compile")});
+  if (!call->caller) {
+    call->fail(call->caller.error());
+    return call->reactor;
+  }
+  RequestLogScope log_scope(call->caller->request_id);
+  if (wants_fatbin(*request)) {
+    compile_fatbin(call, *request, response);
+    return call->reactor;
+  }
   Result<CompileJob> job = to_compile_job(*request, compiler_->config());
   if (!job) {
     spdlog::info("compile refused from {}: {}", context->peer(), job.error().message);
-    reactor->Finish(to_grpc_status(job.error(), *context));
-    return reactor;
+    call->fail(job.error());
+    return call->reactor;
   }
   Result<PlanMemo::PlanPtr> plan = compiler_->plan(*job);
   if (!plan) {
-    finish_compile(*context, *reactor, *job, plan.error(), *response, received);
-    return reactor;
+    finish_compile(*call, *job, plan.error(), *response);
+    return call->reactor;
   }
-  if (std::optional<CompileOutcome> hit = compiler_->memory_hit(**plan, received)) {
-    finish_compile(*context, *reactor, *job, std::move(*hit), *response, received);
-    return reactor;
+  if (std::optional<CompileOutcome> hit = compiler_->memory_hit(**plan, received, call->caller->ns)) {
+    finish_compile(*call, *job, std::move(*hit), *response);
+    return call->reactor;
   }
   // The request and response stay valid until Finish; the job and plan are
   // moved into the task, which owns them.
-  blocking_work_->submit([this, context, reactor, response, received, job = std::move(*job),
-                          plan = std::move(*plan)] {
-    finish_compile(*context, *reactor, job, compiler_->compile(job, *plan, received), *response, received);
+  blocking_work_->submit([this, call, response, job = std::move(*job), plan = std::move(*plan)] {
+    RequestLogScope log_scope(call->caller->request_id);
+    finish_compile(*call, job, compiler_->compile(job, *plan, call->received, call->scope()), *response);
   });
-  return reactor;
+  return call->reactor;
 }
 
-grpc::ServerUnaryReactor* CompilerService::compile_fatbin(grpc::CallbackServerContext* context,
-                                                          const v1::CompileRequest& request,
-                                                          v1::CompileResponse* response) {
-  const Clock::time_point received = Clock::now();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+void CompilerService::compile_fatbin(std::shared_ptr<Call> call, const v1::CompileRequest& request,
+                                     v1::CompileResponse* response) {
   Result<std::vector<CompileJob>> jobs = to_fatbin_jobs(request, compiler_->config());
   if (!jobs) {
-    spdlog::info("fatbin compile refused from {}: {}", context->peer(), jobs.error().message);
-    reactor->Finish(to_grpc_status(jobs.error(), *context));
-    return reactor;
+    spdlog::info("fatbin compile refused from {}: {}", call->context->peer(), jobs.error().message);
+    call->fail(jobs.error());
+    return;
   }
   struct Parts {
     std::vector<CompileJob> jobs;
@@ -94,33 +140,36 @@ grpc::ServerUnaryReactor* CompilerService::compile_fatbin(grpc::CallbackServerCo
   for (size_t i = 0; i < parts->jobs.size(); ++i) {
     // Each part is a compile of its own (a worker each, as many at once as
     // there are workers) and caches under its own key.
-    blocking_work_->submit([this, context, reactor, response, received, parts, i] {
-      parts->outcomes[i] = compiler_->compile(parts->jobs[i]);
+    blocking_work_->submit([this, call, response, parts, i] {
+      RequestLogScope log_scope(call->caller->request_id);
+      parts->outcomes[i] = compiler_->compile(parts->jobs[i], call->scope());
       if (parts->remaining.fetch_sub(1) != 1) return;
       Status done = to_fatbin_response(parts->jobs, parts->outcomes, compiler_->pipeline().toolkits(), *response);
       if (!done) {
         spdlog::info("fatbin compile of {} failed ({}): {}", parts->jobs.front().input_name,
                      to_string(done.error().code), done.error().message);
-        reactor->Finish(to_grpc_status(done.error(), *context));
+        call->fail(done.error());
         return;
       }
-      response->set_server_ms(std::chrono::duration<double, std::milli>(Clock::now() - received).count());
+      response->set_request_id(call->caller->request_id);
+      response->set_server_ms(std::chrono::duration<double, std::milli>(Clock::now() - call->received).count());
       spdlog::info("{} fatbin {} for {}: {} bytes, {} parts, {:.1f} ms", response->cache(), parts->jobs.front().input_name,
                    response->target(), response->artifact().size(), parts->jobs.size(), response->server_ms());
-      reactor->Finish(grpc::Status::OK);
+      call->finish(grpc::Status::OK);
     });
   }
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServerContext* context,
                                                             const v1::DescribePipelineRequest* request,
                                                             v1::DescribePipelineResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Call call{this, context, context->DefaultReactor(), "DescribePipeline", Clock::now(),
+            gate_->open(*context, "DescribePipeline")};
   auto fail = [&](const Error& error) {
-    reactor->Finish(to_grpc_status(error, *context));
-    return reactor;
+    call.fail(error);
+    return call.reactor;
   };
+  if (!call.caller) return fail(call.caller.error());
   std::optional<InputKind> input = from_proto(request->input_kind());
   if (!input) return fail(make_error(ErrorCode::invalid_argument, "input_kind is required"));
   if (!request->target().empty()) {
@@ -133,17 +182,21 @@ grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServer
   response->set_toml(pipeline_to_toml(*pipeline));
   for (const std::string& name : pipelines.pipeline_names()) response->add_known_pipelines(name);
   for (const LoadedPlugin& plugin : pipelines.plugins()) response->add_active_plugins(plugin.name + " " + plugin.version);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  call.finish(grpc::Status::OK);
+  return call.reactor;
 }
 
 grpc::ServerUnaryReactor* CompilerService::ListToolkits(grpc::CallbackServerContext* context,
                                                         const v1::ListToolkitsRequest*,
                                                         v1::ListToolkitsResponse* response) {
+  Call call{this, context, context->DefaultReactor(), "ListToolkits", Clock::now(), gate_->open(*context, "ListToolkits")};
+  if (!call.caller) {
+    call.fail(call.caller.error());
+    return call.reactor;
+  }
   describe_toolkits(compiler_->pipeline().toolkits(), *response);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  call.finish(grpc::Status::OK);
+  return call.reactor;
 }
 
 }  // namespace kjit

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "server/cached_compiler.h"
+#include "server/call_gate.h"
 #include "server/daemon_config.h"
 #include "server/elastic_thread_pool.h"
 #include "kjit/v1/compiler.grpc.pb.h"
@@ -20,7 +21,9 @@ class CompilerService final : public v1::Compiler::CallbackService {
  public:
   // `blocking_work` must outlive every call: the daemon destroys it after
   // the server has shut down.
-  CompilerService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<ElasticThreadPool> blocking_work);
+  // gate null: calls pass a gate without tenants or metrics.
+  CompilerService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<ElasticThreadPool> blocking_work,
+                  std::shared_ptr<CallGate> gate = nullptr);
 
   grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* context, const v1::CompileRequest* request,
                                     v1::CompileResponse* response) override;
@@ -30,14 +33,16 @@ class CompilerService final : public v1::Compiler::CallbackService {
   grpc::ServerUnaryReactor* ListToolkits(grpc::CallbackServerContext* context, const v1::ListToolkitsRequest* request,
                                          v1::ListToolkitsResponse* response) override;
 
+  struct Call;  // one call through the gate (compiler_service.cpp)
+
  private:
   // A request for several targets: every part on the blocking pool at once,
   // the last to finish combines them and answers.
-  grpc::ServerUnaryReactor* compile_fatbin(grpc::CallbackServerContext* context, const v1::CompileRequest& request,
-                                           v1::CompileResponse* response);
+  void compile_fatbin(std::shared_ptr<Call> call, const v1::CompileRequest& request, v1::CompileResponse* response);
 
   std::shared_ptr<const CachedCompiler> compiler_;
   std::shared_ptr<ElasticThreadPool> blocking_work_;
+  std::shared_ptr<CallGate> gate_;
 };
 
 }  // namespace kjit

@@ -27,6 +27,11 @@
 #include "server/elastic_thread_pool.h"
 #include "launch/cuda_driver.h"
 #include "server/launch_service.h"
+#include "server/listener_credentials.h"
+#include "server/call_gate.h"
+#include "server/compile_admission.h"
+#include "server/metrics.h"
+#include "server/tenants.h"
 #include "server/pipeline_setup.h"
 #include "server/worker_confinement.h"
 #include "kjit/socket_path.h"
@@ -98,7 +103,11 @@ void enter_empty_directory(const DaemonConfig& config) {
 
 Daemon::Daemon(DaemonConfig config, WorkerLaunch workers)
     : config_(std::move(config)), worker_launch_(std::move(workers)) {}
-Daemon::~Daemon() { shutdown(); }
+Daemon::~Daemon() {
+  shutdown();
+  // A scrape may come while the members go: the sources point into them.
+  if (metrics_) metrics_->set_sources({});
+}
 
 Status Daemon::start() {
   socket_path_ = config_.socket_path.empty() ? default_socket_path() : config_.socket_path;
@@ -127,25 +136,56 @@ Status Daemon::start() {
     confinement_ = "none: compiles run inside the daemon's process (compile_workers = 0), unconfined";
     spdlog::warn("{}", confinement_);
   }
-  auto compiler = std::make_shared<const CachedCompiler>(config_, std::move(pipeline.value()),
-                                                          open_daemon_cache(config_.cache), workers_);
+  std::shared_ptr<const TenantRegistry> tenants;
+  if (!config_.tenants_file.empty()) {
+    Result<TenantRegistry> loaded = TenantRegistry::load_file(config_.tenants_file);
+    if (!loaded) return loaded.error();
+    tenants = std::make_shared<const TenantRegistry>(std::move(loaded.value()));
+    spdlog::info("{} tenant(s) from {}; tokens required on TCP{}", tenants->tenants().size(), config_.tenants_file,
+                 config_.socket_requires_token ? " and on the socket" : "");
+  }
+  if (config_.metrics_port != 0) {
+    metrics_ = std::make_shared<Metrics>();
+    if (Status s = metrics_->serve(config_.metrics_address, config_.metrics_port); !s) return s;
+    spdlog::info("metrics on http://{}:{}/metrics", config_.metrics_address, metrics_->port());
+  }
+  admission_ = std::make_shared<CompileAdmission>(CompileAdmission::Options{
+      config_.admission.max_pending_compiles, config_.admission.max_pending_per_tenant,
+      // Compiles in the daemon's process still get bounded concurrency.
+      config_.compile_workers > 0 ? config_.compile_workers : 2,
+      std::chrono::milliseconds(config_.admission.retry_after_ms)});
+  gate_ = std::make_shared<CallGate>(CallGate::Options{tenants, config_.socket_requires_token, metrics_});
+  auto cache = open_daemon_cache(config_.cache);
+  auto compiler = std::make_shared<const CachedCompiler>(config_, std::move(pipeline.value()), cache, workers_, admission_);
   blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
-  compiler_service_ = std::make_unique<CompilerService>(compiler, blocking_work_);
+  compiler_service_ = std::make_unique<CompilerService>(compiler, blocking_work_, gate_);
   // The driver is looked for, never required: without it Launch answers
   // FAILED_PRECONDITION and everything else works.
   auto driver = std::make_shared<CudaDriver>(config_.device);
   if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
-  launch_service_ = std::make_unique<LaunchService>(compiler, driver);
-  cache_service_ = std::make_unique<CacheService>(compiler);
-  diagnostics_service_ = std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_}, workers_);
+  launch_service_ = std::make_unique<LaunchService>(compiler, driver, gate_);
+  cache_service_ = std::make_unique<CacheService>(compiler, gate_);
+  diagnostics_service_ =
+      std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_}, workers_, gate_);
+  if (metrics_) {
+    MetricsSources sources;
+    if (cache) {
+      sources.cache = [cache] { return cache->tiers->stats(); };
+      sources.coalescer = [cache] { return cache->once->stats(); };
+    }
+    if (const BlobStore* blobs = cache_service_->blobs()) sources.blobs = [blobs] { return blobs->stats(); };
+    if (workers_) sources.workers = [workers = workers_] { return workers->counters(); };
+    sources.admission = [admission = admission_] { return admission->snapshot(); };
+    sources.draining = [gate = gate_] { return gate->draining(); };
+    metrics_->set_sources(std::move(sources));
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket_path_, grpc::InsecureServerCredentials());
   int tcp_port = 0;
-  if (!config_.listen_address.empty())
-    builder.AddListeningPort(config_.listen_address, grpc::InsecureServerCredentials(), &tcp_port);
+  if (Status s = add_tcp_listener(builder, config_, &tcp_port); !s) return s;
   // Room for the largest valid request; anything bigger is refused by gRPC
   // itself with RESOURCE_EXHAUSTED before it is read.
   uint64_t max_message =
@@ -169,8 +209,14 @@ Status Daemon::start() {
   // NVRTC also looks for quoted includes in the working directory: make it
   // an empty one, so no request can reach a file the daemon happens to have.
   enter_empty_directory(config_);
-  spdlog::info("kjitd listening on unix:{}{}", socket_path_,
-               config_.listen_address.empty() ? "" : " and " + config_.listen_address);
+  std::string tcp;
+  if (!config_.listen_address.empty()) {
+    // The port bound, which differs from the configured one for port 0.
+    const size_t colon = config_.listen_address.rfind(':');
+    tcp = " and " + config_.listen_address.substr(0, colon) + ":" + std::to_string(tcp_port) +
+          (config_.tls.cert_file.empty() ? " (plaintext)" : config_.tls.client_ca_file.empty() ? " (TLS)" : " (mutual TLS)");
+  }
+  spdlog::info("kjitd listening on unix:{}{}", socket_path_, tcp);
   return Ok{};
 }
 
@@ -178,20 +224,39 @@ void Daemon::wait() {
   if (server_) server_->Wait();
 }
 
-void Daemon::shutdown() {
+uint16_t Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+
+void Daemon::drain() {
+  if (!server_ || !gate_) return;
+  gate_->start_draining();
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService())
+    health->SetServingStatus(false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.drain_timeout_s);
+  spdlog::info("draining: {} call(s) in flight, up to {} s", gate_->in_flight(), config_.drain_timeout_s);
+  if (gate_->wait_idle(deadline))
+    spdlog::info("drained: no call in flight");
+  else
+    spdlog::warn("drain deadline passed with {} call(s) in flight; stopping them", gate_->in_flight());
+  // What is left are idle connections (which gRPC would otherwise wait out
+  // for the whole grace) and calls the gate refuses at once.
+  stop_serving(std::chrono::milliseconds(500));
+}
+
+void Daemon::shutdown() { stop_serving(std::chrono::seconds(5)); }
+
+void Daemon::stop_serving(std::chrono::milliseconds grace) {
   if (!server_) return;
-  std::call_once(shutdown_once_, [this] {
+  std::call_once(shutdown_once_, [this, grace] {
     // Calls in flight get gRPC's grace period; a compile still running after
     // it has its worker killed, so the shutdown never waits a compile out.
-    constexpr auto k_grace = std::chrono::seconds(5);
     std::mutex mutex;
     std::condition_variable shut;
     bool done = false;
     std::thread stop_compiles([&] {
       std::unique_lock lock(mutex);
-      if (!shut.wait_for(lock, k_grace, [&] { return done; }) && workers_) workers_->stop();
+      if (!shut.wait_for(lock, grace, [&] { return done; }) && workers_) workers_->stop();
     });
-    server_->Shutdown(std::chrono::system_clock::now() + k_grace);
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
     {
       std::lock_guard lock(mutex);
       done = true;

@@ -2,6 +2,7 @@
 // Compiler, Health and reflection services, and an orderly shutdown.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,9 @@ class CacheService;
 class DiagnosticsService;
 class ElasticThreadPool;
 class CompileWorkers;
+class CompileAdmission;
+class CallGate;
+class Metrics;
 
 class Daemon {
  public:
@@ -34,6 +38,13 @@ class Daemon {
   Status start();
   void wait();      // until shutdown()
   void shutdown();  // idempotent; safe from another thread
+  // SIGTERM's orderly stop: health says NOT_SERVING and new calls are
+  // refused at once, calls in flight get up to drain_timeout_s to finish,
+  // then shutdown(). Safe from another thread.
+  void drain();
+
+  // The Prometheus port when metrics are served (metrics_port), else 0.
+  uint16_t metrics_port() const;
 
   const std::string& socket_path() const { return socket_path_; }
 
@@ -46,12 +57,17 @@ class Daemon {
   // the server's shutdown waits for the calls whose work runs here.
   std::shared_ptr<ElasticThreadPool> blocking_work_;
   std::shared_ptr<CompileWorkers> workers_;  // null: compiles run in this process
+  std::shared_ptr<CompileAdmission> admission_;
+  std::shared_ptr<Metrics> metrics_;  // null: no metrics_port
+  std::shared_ptr<CallGate> gate_;
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<CacheService> cache_service_;
   std::unique_ptr<DiagnosticsService> diagnostics_service_;
   std::unique_ptr<grpc::Server> server_;
   std::once_flag shutdown_once_;
+
+  void stop_serving(std::chrono::milliseconds grace);
 };
 
 }  // namespace kjit

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
 
 #include "server/daemon.h"
+#include "server/request_log.h"
 
 namespace kjit {
 
@@ -18,6 +20,7 @@ int serve_until_signalled(const DaemonConfig& config, const WorkerLaunch& worker
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   Daemon daemon(config, workers);
@@ -25,11 +28,27 @@ int serve_until_signalled(const DaemonConfig& config, const WorkerLaunch& worker
     spdlog::error("{}", s.error().message);
     return 1;
   }
+  std::atomic<bool> exiting{false};
+  std::thread drainer;
   std::thread signal_thread([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    spdlog::info("signal {}: shutting down", signal);
-    daemon.shutdown();
+    for (;;) {
+      int signal = 0;
+      sigwait(&signals, &signal);
+      if (exiting) return;
+      if (signal == SIGHUP) {
+        reopen_log_file();  // after logrotate moved the file away
+        continue;
+      }
+      if (!drainer.joinable()) {
+        // The first SIGTERM or SIGINT drains; the calls in flight finish.
+        spdlog::info("signal {}: draining, then shutting down (again to stop at once)", signal);
+        drainer = std::thread([&] { daemon.drain(); });
+        continue;
+      }
+      spdlog::info("signal {} while draining: shutting down now", signal);
+      daemon.shutdown();
+      return;
+    }
   });
   daemon.wait();
   // gRPC's own teardown can hang for seconds after heavy traffic (seen in
@@ -42,8 +61,10 @@ int serve_until_signalled(const DaemonConfig& config, const WorkerLaunch& worker
   }).detach();
   // wait() also returns after a shutdown not caused by a signal; wake the
   // signal thread so it can be joined.
+  exiting = true;
   pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
+  if (drainer.joinable()) drainer.join();
   return 0;
 }
 

@@ -1,23 +1,40 @@
 #include "server/diagnostics_service.h"
 
 #include "server/compile_workers.h"
+#include "server/status_mapping.h"
 
 namespace kjit {
 
-DiagnosticsService::DiagnosticsService(Facts facts, std::shared_ptr<const CompileWorkers> workers)
-    : facts_(std::move(facts)), workers_(std::move(workers)) {}
+DiagnosticsService::DiagnosticsService(Facts facts, std::shared_ptr<const CompileWorkers> workers,
+                                       std::shared_ptr<CallGate> gate)
+    : facts_(std::move(facts)),
+      workers_(std::move(workers)),
+      gate_(gate ? std::move(gate) : std::make_shared<CallGate>(CallGate::Options{})) {}
 
 grpc::ServerUnaryReactor* DiagnosticsService::Echo(grpc::CallbackServerContext* context,
                                                    const v1::EchoRequest* request, v1::EchoResponse* response) {
-  response->set_payload(request->payload());
+  const auto opened = std::chrono::steady_clock::now();
+  Result<Caller> caller = gate_->open(*context, "Echo");
+  const grpc::Status status = caller ? grpc::Status::OK : to_grpc_status(caller.error(), *context);
+  if (caller) response->set_payload(request->payload());
+  gate_->close(caller, "Echo", status, opened);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(status);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerContext* context,
                                                         const v1::GetStatusRequest*,
                                                         v1::GetStatusResponse* response) {
+  const auto opened = std::chrono::steady_clock::now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Result<Caller> caller = gate_->open(*context, "GetStatus");
+  if (!caller) {
+    const grpc::Status refused = to_grpc_status(caller.error(), *context);
+    gate_->close(caller, "GetStatus", refused, opened);
+    reactor->Finish(refused);
+    return reactor;
+  }
   const DaemonConfig& config = facts_.config;
   response->set_version(KJIT_VERSION);
   v1::ConfinementStatus& confinement = *response->mutable_confinement();
@@ -38,7 +55,7 @@ grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerCont
     workers.set_started(start.started);
     workers.set_last_start_ms(static_cast<double>(start.start_time.count()) / 1000.0);
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  gate_->close(caller, "GetStatus", grpc::Status::OK, opened);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

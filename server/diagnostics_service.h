@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "server/call_gate.h"
 #include "server/daemon_config.h"
 #include "kjit/v1/diagnostics.grpc.pb.h"
 
@@ -22,7 +23,8 @@ class DiagnosticsService final : public v1::Diagnostics::CallbackService {
     std::string confinement;  // check_worker_confinement's description
   };
   // workers may be null: compiles run in the daemon.
-  DiagnosticsService(Facts facts, std::shared_ptr<const CompileWorkers> workers);
+  // gate null: calls pass a gate without tenants or metrics.
+  DiagnosticsService(Facts facts, std::shared_ptr<const CompileWorkers> workers, std::shared_ptr<CallGate> gate = nullptr);
 
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context, const v1::EchoRequest* request,
                                  v1::EchoResponse* response) override;
@@ -32,6 +34,7 @@ class DiagnosticsService final : public v1::Diagnostics::CallbackService {
  private:
   Facts facts_;
   std::shared_ptr<const CompileWorkers> workers_;
+  std::shared_ptr<CallGate> gate_;
 };
 
 }  // namespace kjit

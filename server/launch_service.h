@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "server/cached_compiler.h"
+#include "server/call_gate.h"
 #include "kjit/v1/launch.grpc.pb.h"
 #include "launch/device_limits.h"
 #include "launch/driver_binding.h"
@@ -16,7 +17,9 @@ namespace kjit {
 
 class LaunchService final : public v1::Launcher::Service {
  public:
-  LaunchService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<DriverBinding> driver);
+  // gate null: calls pass a gate without tenants or metrics.
+  LaunchService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<DriverBinding> driver,
+                std::shared_ptr<CallGate> gate = nullptr);
 
   grpc::Status PlanLaunch(grpc::ServerContext* context, const v1::PlanLaunchRequest* request,
                           v1::PlanLaunchResponse* response) override;
@@ -35,7 +38,9 @@ class LaunchService final : public v1::Launcher::Service {
 
  private:
   // `device`: the GPU a request with several targets is resolved for.
-  Result<ResolvedKernel> resolve(const v1::KernelSource& source, std::optional<Target> device) const;
+  // The caller's namespace holds the kernel (compiled for it, or named by key).
+  Result<ResolvedKernel> resolve(const v1::KernelSource& source, std::optional<Target> device, const Caller& caller,
+                                 const grpc::ServerContext& context) const;
   // This daemon's GPU, when it has one.
   std::optional<Target> this_device();
   // The device's limits when a driver is there, else the target table's.
@@ -43,6 +48,7 @@ class LaunchService final : public v1::Launcher::Service {
 
   std::shared_ptr<const CachedCompiler> compiler_;
   std::shared_ptr<DriverBinding> driver_;
+  std::shared_ptr<CallGate> gate_;
   std::mutex device_mutex_;  // one launch at a time on the daemon's GPU
   std::optional<DeviceLimits> device_limits_;
 };

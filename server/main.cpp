@@ -16,6 +16,7 @@
 #include "server/daemon_lifetime.h"
 #include "server/daemon_command_line.h"
 #include "server/daemon_config.h"
+#include "server/request_log.h"
 
 int main(int argc, char** argv) {
   int exit_code = 0;
@@ -36,9 +37,14 @@ int main(int argc, char** argv) {
   if (!std::getenv("MALLOC_ARENA_MAX"))
     mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
 
-  auto logger = spdlog::stderr_color_mt(worker_fd >= 0 ? "kjitd-worker" : "kjitd");
+  const std::string logger_name = worker_fd >= 0 ? "kjitd-worker" : "kjitd";
+  auto logger = spdlog::stderr_color_mt(logger_name);
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(config.log_level));
+  kjit::use_request_log_format();
+  // Workers write to their stderr, which the daemon reads and logs.
+  if (worker_fd < 0 && !line->check_config && !config.log_file.empty())
+    if (!kjit::log_to_file(config.log_file, logger_name)) return 1;
 
   if (worker_fd >= 0) kjit::worker_main(config, line->worker_setup, worker_fd);
   if (line->check_config) return kjit::check_configuration(config);

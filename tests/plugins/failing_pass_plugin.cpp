@@ -1,7 +1,8 @@
 // Example plugin for error paths: a pass that fails with a diagnostic, one
 // that returns garbage instead of PTX, one that crashes its process (as LLVM
-// aborts on some inputs) and one that never returns. Each runs only in the
-// pipelines a daemon's configuration builds with it.
+// aborts on some inputs), one that never returns and one that takes its
+// time. Each runs only in the pipelines a daemon's configuration builds with
+// it.
 #include <kjit/plugin.h>
 #include <unistd.h>
 
@@ -26,13 +27,22 @@ int hang(const kjit_pass_input*, const kjit_pass_output*) {
   while (true) ::sleep(1);
 }
 
+// A slow compile that succeeds: its input, unchanged, after 1.5 s (for tests
+// of queues, deadlines and draining that need a compile in flight).
+int slow(const kjit_pass_input* input, const kjit_pass_output* output) {
+  ::usleep(1'500'000);
+  output->write_ir(output->host, input->ir, input->ir_size);
+  return 0;
+}
+
 const kjit_pass_desc k_passes[] = {
     {"test-fail", "1.0", "ptx", "ptx", nullptr, 0, fail},
     {"test-garbage", "1.0", "ptx", "ptx", nullptr, 0, garbage},
     {"test-crash", "1.0", "ptx", "ptx", nullptr, 0, crash},
     {"test-hang", "1.0", "ptx", "ptx", nullptr, 0, hang},
+    {"test-slow", "1.0", "ptx", "ptx", nullptr, 0, slow},
 };
-const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 4, nullptr, 0, nullptr,
+const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 5, nullptr, 0, nullptr,
                                  nullptr};
 
 }  // namespace

@@ -23,9 +23,9 @@ std::string source_dir();
 std::string cuda_home();  // the toolkit kjit was built against
 
 struct DaemonOptions {
-  // After kjitd's --socket and --log-level warn. Without a --cache-dir here
-  // the daemon gets its own, so that it never reads or fills the user's
-  // ~/.cache/kjit.
+  // After kjitd's --socket and --log-level warn (unless they name a level).
+  // Without a --cache-dir here the daemon gets its own, so that it never
+  // reads or fills the user's ~/.cache/kjit.
   std::vector<std::string> args{};
   std::string config{};                // TOML; when set, written to config_path() and passed as --config
   std::string socket_path{};           // default: kjitd.sock in the daemon's directory

@@ -1,0 +1,67 @@
+// Tenants: who may use a daemon that asks for tokens, and the cache
+// namespace each one's entries live in. The file holds SHA-256 digests of
+// the tokens, never the tokens:
+//
+//   [[tenants]]
+//   name = "alpha"
+//   token_sha256 = "9f86d0...."   # sha256sum of the token, 64 hex digits
+//   namespace = "team-a"          # optional: tenants naming the same one share entries
+//
+// Names and namespaces are 1-32 characters of [a-z0-9_-], starting with a
+// letter or digit: they become Prometheus labels and part of cache keys.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kjit/status.h"
+
+namespace kjit {
+
+struct Tenant {
+  std::string name;
+  std::string ns;  // its cache namespace: its own name unless the file names a shared one
+};
+
+class TenantRegistry {
+ public:
+  // INVALID_ARGUMENT naming the file, the entry and the key for anything
+  // malformed: unknown keys, a plain `token`, repeated names or digests.
+  static Result<TenantRegistry> load_file(const std::string& path);
+  static Result<TenantRegistry> parse(std::string_view text, const std::string& path);
+
+  // The tenant whose token this is; nullopt for any other token.
+  std::optional<Tenant> find_by_token(std::string_view token) const;
+  const std::vector<Tenant>& tenants() const { return tenants_; }
+
+ private:
+  std::vector<Tenant> tenants_;
+  std::unordered_map<std::string, size_t> by_digest_;  // token_sha256 -> index in tenants_
+};
+
+// The local operator's label in metrics and queues: not a valid tenant name,
+// so it can never be a tenant's.
+inline constexpr std::string_view k_operator_label = "(operator)";
+
+// Whether text may name a tenant or a namespace.
+bool is_tenant_name(std::string_view text);
+
+// The key an entry of namespace `ns` is stored under in every tier: the key
+// itself in the default namespace (""), else "<key>-n-<ns>", so no tenant's
+// entry can be found under another namespace's key, and a listing can tell
+// whose an entry is.
+std::string namespaced_key(std::string_view key, std::string_view ns);
+
+// The namespace and the bare key of a stored key; the default namespace for
+// keys without the marker.
+struct NamespacedKey {
+  std::string_view ns;
+  std::string_view key;
+};
+NamespacedKey split_namespaced_key(std::string_view stored);
+
+}  // namespace kjit
