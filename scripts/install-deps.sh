@@ -9,7 +9,7 @@ packages=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   libssl-dev libgtest-dev libgmock-dev
   llvm-19-dev libhiredis-dev libxxhash-dev redis-server
-  clang-19 libclang-rt-19-dev libseccomp-dev
+  clang-19 libclang-rt-19-dev libseccomp-dev prometheus-cpp-dev
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #include "server/compile_workers.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
@@ -8,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include "server/compile_bounds.h"
 #include "server/worker_protocol.h"
@@ -26,6 +29,10 @@ constexpr int k_worker_fd = 3;
 // Loading NVRTC, nvJitLink, LLVM and the plugins takes well under a second;
 // a worker not ready after this is stuck.
 constexpr auto k_ready_timeout = std::chrono::seconds(60);
+// How often a compile checks whether every request waiting on it went away.
+constexpr auto k_abandoned_poll = std::chrono::milliseconds(50);
+
+constexpr std::string_view k_abandoned_message = "compile abandoned: every request waiting on it went away";
 
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) {
@@ -68,9 +75,30 @@ std::string describe_job(const CompileJob& job) {
   return job.input_name + " for " + job.target.canonical();
 }
 
+enum class AnswerWait { ready, timed_out, abandoned };
+
+// Waits until the worker's answer starts (or its socket closes), the
+// deadline passes or the compile is abandoned, asking `abandoned` between
+// short waits; read_frame then reads what came. An answer already there is
+// taken even when abandoned: the compile is done, and its artifact is cached.
+AnswerWait wait_for_answer(int fd, std::chrono::steady_clock::time_point deadline,
+                           const std::function<bool()>& abandoned) {
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return AnswerWait::timed_out;
+    auto slice = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    if (abandoned) slice = std::min(slice, k_abandoned_poll);
+    pollfd p{fd, POLLIN, 0};
+    const int polled = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(slice.count(), 60'000)));
+    if (polled > 0 || (polled < 0 && errno != EINTR)) return AnswerWait::ready;  // read_frame says what it is
+    if (abandoned && abandoned()) return AnswerWait::abandoned;
+  }
+}
+
 }  // namespace
 
-CompileWorkers::CompileWorkers(Options options) : options_(std::move(options)) {}
+CompileWorkers::CompileWorkers(Options options, std::string executable)
+    : options_(std::move(options)), executable_(std::move(executable)) {}
 
 CompileWorkers::~CompileWorkers() {
   std::lock_guard lock(mutex_);
@@ -120,7 +148,8 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  const std::string program = executable_.empty() ? "/proc/self/exe" : executable_;
+  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(child_end);
   ::close(err[1]);
@@ -141,11 +170,16 @@ Status CompileWorkers::await_ready(Worker& worker) {
   setup.set_private_dir(worker.private_dir);
   std::string bytes;
   worker::Ready ready;
+  FrameRead read = FrameRead::error;
   if (!write_frame(worker.fd, setup) ||
-      read_frame(worker.fd, bytes, std::chrono::steady_clock::now() + k_ready_timeout) != FrameRead::ok ||
+      (read = read_frame(worker.fd, bytes, std::chrono::steady_clock::now() + k_ready_timeout)) != FrameRead::ok ||
       !ready.ParseFromString(bytes)) {
     const WorkerEnd end = discard(worker, /*kill_first=*/true);
-    if (stopping()) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
+    if (stopping()) {
+      count_end("shutdown");
+      return make_error(ErrorCode::unavailable, "kjitd is shutting down");
+    }
+    count_end(read == FrameRead::timed_out ? "timeout" : "crashed");
     return make_error(ErrorCode::internal, with_last_output("a compile worker could not start: it " + end.how,
                                                             end.last_output));
   }
@@ -166,9 +200,20 @@ void CompileWorkers::stop() {
   freed_.notify_all();
 }
 
-Result<CompileWorkers::Worker> CompileWorkers::acquire() {
+Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool()>& abandoned) {
   std::unique_lock lock(mutex_);
-  freed_.wait(lock, [this] { return stopping_ || !idle_.empty() || live_ < options_.max_workers; });
+  while (!stopping_ && idle_.empty() && live_ >= options_.max_workers) {
+    if (!abandoned) {
+      freed_.wait(lock);
+      continue;
+    }
+    // Asked without the lock: whoever answers it may take locks of its own.
+    lock.unlock();
+    const bool gone = abandoned();
+    lock.lock();
+    if (gone) return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
+    freed_.wait_for(lock, k_abandoned_poll);
+  }
   if (stopping_) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
   Result<Worker> worker = make_error(ErrorCode::internal, "no worker");
   if (!idle_.empty()) {
@@ -184,6 +229,7 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire() {
   worker = spawn();
   if (!worker) return worker;
   ++live_;
+  ++counters_.started;
   busy_.push_back(worker->pid);
   lock.unlock();
   if (Status ready = await_ready(*worker); !ready) return ready.error();
@@ -223,26 +269,62 @@ CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first
   return end;
 }
 
+void CompileWorkers::count_end(const std::string& cause) {
+  std::lock_guard lock(mutex_);
+  if (cause == "crashed")
+    ++counters_.crashed;
+  else
+    ++counters_.kills[cause];
+}
+
+WorkerCounters CompileWorkers::counters() const {
+  std::lock_guard lock(mutex_);
+  WorkerCounters out = counters_;
+  out.live = live_;
+  return out;
+}
+
 CompileWorkers::StartReport CompileWorkers::last_start() const {
   std::lock_guard lock(mutex_);
   return last_start_;
 }
 
-Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan) {
-  Result<Worker> worker = acquire();
+Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan,
+                                     const std::function<bool()>& abandoned) {
+  Result<Worker> worker = acquire(abandoned);
   if (!worker) return worker.error();
+  if (abandoned && abandoned()) {  // while its worker started: the worker is fine
+    release(*worker);
+    return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
+  }
   if (Status sent = write_frame(worker->fd, to_worker_job(job, plan)); !sent) {
     const WorkerEnd end = discard(*worker, /*kill_first=*/true);
+    count_end(stopping() ? "shutdown" : "crashed");
     return make_error(ErrorCode::internal,
                       "the compile worker for " + describe_job(job) + " was gone (" + end.how + ")", end.last_output);
   }
   std::string bytes;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  switch (read_frame(worker->fd, bytes, deadline)) {
+  FrameRead read = FrameRead::timed_out;
+  switch (wait_for_answer(worker->fd, deadline, abandoned)) {
+    case AnswerWait::ready:
+      read = read_frame(worker->fd, bytes, deadline);
+      break;
+    case AnswerWait::timed_out:
+      break;
+    case AnswerWait::abandoned: {
+      discard(*worker, /*kill_first=*/true);
+      count_end("cancelled");
+      spdlog::info("compile of {} abandoned by every request waiting on it; its worker was killed", describe_job(job));
+      return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
+    }
+  }
+  switch (read) {
     case FrameRead::ok:
       break;
     case FrameRead::timed_out: {
       const WorkerEnd end = discard(*worker, /*kill_first=*/true);
+      count_end("timeout");
       const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count();
       spdlog::warn("compile of {} ran past {} s; its worker was killed", describe_job(job), seconds);
       return make_error(ErrorCode::deadline_exceeded,
@@ -252,8 +334,12 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
     }
     default: {
       const WorkerEnd end = discard(*worker, /*kill_first=*/true);
-      if (stopping()) return make_error(ErrorCode::unavailable, "kjitd is shutting down; the compile of " +
-                                                                     describe_job(job) + " was stopped");
+      if (stopping()) {
+        count_end("shutdown");
+        return make_error(ErrorCode::unavailable, "kjitd is shutting down; the compile of " + describe_job(job) +
+                                                      " was stopped");
+      }
+      count_end(end.bound ? "bound" : "crashed");
       spdlog::warn("compile worker {} {} while compiling {}", worker->pid, end.how, describe_job(job));
       if (end.bound)
         return make_error(ErrorCode::resource_exhausted,
@@ -274,12 +360,14 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
   worker::Outcome outcome;
   if (!outcome.ParseFromString(bytes)) {
     discard(*worker, /*kill_first=*/true);
+    count_end("crashed");  // a worker that does not speak the protocol is broken
     return make_error(ErrorCode::internal, "compile worker: an answer does not parse");
   }
   if (outcome.has_failure()) {
     const worker::Failure& f = outcome.failure();
     if (f.bound_exceeded()) {
       discard(*worker, /*kill_first=*/true);  // it leaves after this answer anyway
+      count_end("bound");
       return make_error(ErrorCode::resource_exhausted, f.message(), f.log());
     }
     // A toolchain that survived a failed allocation said so on stderr
@@ -289,6 +377,7 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
     const std::string output = worker->output->last_lines();
     if (std::optional<std::string> bound = bound_crossed(std::nullopt, output + f.message(), options_.bounds)) {
       discard(*worker, /*kill_first=*/true);
+      count_end("bound");
       return make_error(ErrorCode::resource_exhausted, "the compile of " + describe_job(job) + " was stopped: " +
                                                            *bound + " (" + f.message() + ")",
                         f.log().empty() ? output : f.log() + "\n" + output);

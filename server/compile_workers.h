@@ -10,6 +10,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,6 +28,18 @@
 
 namespace kjit {
 
+// What the pool has done since it was made, for metrics. Every worker that
+// ended other than by the pool's own close is either crashed or a kill.
+struct WorkerCounters {
+  uint64_t started = 0;  // processes spawned
+  uint64_t crashed = 0;  // died by a signal not ours, or exited unasked
+  // Workers killed by the pool, by cause: "timeout" (limits.compile_timeout_s),
+  // "bound" (a resource bound crossed), "cancelled" (every request waiting on
+  // the compile went away), "shutdown" (stop()).
+  std::map<std::string, uint64_t> kills;
+  uint64_t live = 0;  // idle and busy now
+};
+
 class CompileWorkers {
  public:
   struct Options {
@@ -35,7 +50,9 @@ class CompileWorkers {
     // configuration); here to name the bound a dead worker crossed.
     CompileBounds bounds;
   };
-  explicit CompileWorkers(Options options);
+  // `executable` is the workers' program; empty: this process's own
+  // (kjitd). Tests that run the pool outside kjitd name kjitd.
+  explicit CompileWorkers(Options options, std::string executable = {});
   // Closes every worker's socket (they exit on it) and reaps them.
   ~CompileWorkers();
   CompileWorkers(const CompileWorkers&) = delete;
@@ -43,9 +60,15 @@ class CompileWorkers {
 
   // Runs the planned job in a worker. The artifact's key is checked against
   // plan.key: a worker that derived another one runs another configuration.
-  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan);
+  // `abandoned` says that every request waiting on this compile went away
+  // (cancelled, or past its deadline); it is polled while the compile waits
+  // for a worker and while it runs, and when it turns true the worker is
+  // killed (and replaced as usual) and the answer is ErrorCode::cancelled.
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan,
+                       const std::function<bool()>& abandoned = {});
 
   size_t live_workers() const;
+  WorkerCounters counters() const;
 
   // How the most recently started worker said it is confined, and how long
   // it took to get ready; empty before the first worker.
@@ -68,7 +91,7 @@ class CompileWorkers {
     std::string private_dir;               // its only writable directory, removed with it
     std::chrono::steady_clock::time_point started;
   };
-  Result<Worker> acquire();
+  Result<Worker> acquire(const std::function<bool()>& abandoned);
   void release(Worker worker);
   // How a worker process ended: killed by a signal (a crash, or our kill),
   // or exited on its own (a failed start-up).
@@ -83,6 +106,8 @@ class CompileWorkers {
   WorkerEnd end_of(const Worker& worker, bool kill_first) const;
   // end_of, and the worker no longer counts.
   WorkerEnd discard(Worker worker, bool kill_first);
+  // Why a discarded worker ended: "crashed", or a kill's cause (WorkerCounters).
+  void count_end(const std::string& cause);
   // Starts the process (under mutex_); await_ready then sends its setup and
   // waits for its Ready, and discards it when it does not come.
   Result<Worker> spawn();
@@ -90,6 +115,7 @@ class CompileWorkers {
   bool stopping() const;
 
   Options options_;
+  std::string executable_;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   std::vector<Worker> idle_;
@@ -97,6 +123,7 @@ class CompileWorkers {
   std::vector<pid_t> busy_;
   bool stopping_ = false;
   StartReport last_start_;
+  WorkerCounters counters_;  // live is live_
 };
 
 }  // namespace kjit

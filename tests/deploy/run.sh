@@ -17,3 +17,4 @@ fi
 python3 "$here/check_manifests.py" --kjitd "$KJITD"
 python3 "$here/test_check_manifests.py"
 python3 "$here/test_check_config.py"
+python3 "$here/test_grafana_dashboard.py"

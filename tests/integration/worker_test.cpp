@@ -2,6 +2,7 @@
 // one request a clear error, never the daemon.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +19,11 @@
 #include "support/llvm_kernels.h"
 #include "test_pipelines.h"
 #include "test_plugins.h"
+
+#include "server/compile_workers.h"
+#include "server/daemon_command_line.h"
+#include "server/pipeline_setup.h"
+#include "target/target.h"
 
 namespace kjit::test {
 namespace {
@@ -137,10 +143,14 @@ TEST(WorkerConfig, TheConfigFileSetsTheWorkersAndTheTimeBound) {
   EXPECT_EQ(workers_of(daemon.pid()), 1u);
 }
 
-TEST(WorkerShutdown, StoppingTheDaemonDoesNotWaitOutARunningCompile) {
-  KJIT_SKIP_WITHOUT_TOOLKIT();
-  TestDaemon daemon(DaemonOptions{
-      {"--plugin", plugin_path("failing_pass_plugin"), "--no-cache", "--compile-timeout", "120"}, k_pipelines});
+// SIGTERM drains: calls in flight get drain_timeout_s, then their compiles
+// are killed, and a second SIGTERM stops at once. Either way the daemon
+// never waits out a compile's own time bound.
+void expect_stop_without_waiting_out_the_compile(const std::vector<std::string>& extra, bool signal_twice) {
+  std::vector<std::string> args = {"--plugin", plugin_path("failing_pass_plugin"), "--no-cache", "--compile-timeout",
+                                   "120"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  TestDaemon daemon(DaemonOptions{args, k_pipelines});
   std::optional<Result<CompileResult>> answer;
   std::thread caller([&] {
     auto request = llvm_request(k_llvm_vadd, "cuda:90");
@@ -149,13 +159,27 @@ TEST(WorkerShutdown, StoppingTheDaemonDoesNotWaitOutARunningCompile) {
   });
   std::this_thread::sleep_for(1s);  // the compile is in its worker by now
   const auto start = std::chrono::steady_clock::now();
+  if (signal_twice) {
+    daemon.signal(SIGTERM);
+    std::this_thread::sleep_for(300ms);
+  }
   const int status = daemon.stop();
   const auto took = std::chrono::steady_clock::now() - start;
   caller.join();
   EXPECT_EQ(status, 0);
-  EXPECT_LT(took, 20s) << "the daemon waited for the hanging compile (its time bound is 120 s)";
+  EXPECT_LT(took, 15s) << "the daemon waited for the hanging compile (its time bound is 120 s)";
   ASSERT_TRUE(answer.has_value());
   EXPECT_FALSE(*answer) << "a hanging compile cannot have succeeded";
+}
+
+TEST(WorkerShutdown, StoppingTheDaemonDoesNotWaitOutARunningCompile) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  expect_stop_without_waiting_out_the_compile({"--drain-timeout", "2"}, false);
+}
+
+TEST(WorkerShutdown, ASecondSigtermStopsWithoutWaitingForTheDrain) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  expect_stop_without_waiting_out_the_compile({"--drain-timeout", "600"}, true);
 }
 
 TEST(WorkerStart, AWorkerThatCannotStartIsAClearErrorNotACrashReport) {
@@ -183,6 +207,139 @@ TEST(WorkerlessDaemon, CompileWorkersZeroCompilesInsideTheDaemon) {
   auto ok = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:90"));
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(workers_of(daemon.pid()), 0u) << "a worker was started with --compile-workers 0";
+}
+
+// The pool in this process with kjitd as its workers' program, configured
+// as WorkerTest's daemon is (one worker): what the daemon's admission and
+// metrics see of it, its counters and an abandoned compile, which no client
+// can drive on its own.
+class InProcessWorkersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KJIT_SKIP_WITHOUT_TOOLKIT();
+    dir_ = fs::temp_directory_path() / ("kjit-workers-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    const fs::path config = dir_ / "kjitd.toml";
+    std::ofstream(config) << k_pipelines;
+    std::vector<std::string> args{kjitd_path(), "--config", config.string(), "--plugin",
+                                  plugin_path("failing_pass_plugin"), "--no-cache", "--compile-timeout", "3"};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    int exit_code = 0;
+    std::optional<DaemonCommandLine> line = read_command_line(static_cast<int>(argv.size()), argv.data(), exit_code);
+    ASSERT_TRUE(line) << "exit code " << exit_code;
+    auto pipeline = make_compile_pipeline(line->config);
+    ASSERT_TRUE(pipeline) << pipeline.error().message;
+    pipeline_ = std::move(pipeline.value());
+    CompileWorkers::Options options{line->worker_launch, 1, std::chrono::seconds(line->config.compile_timeout_s),
+                                    line->config.compile_bounds};
+    workers_ = std::make_unique<CompileWorkers>(std::move(options), kjitd_path());
+  }
+  void TearDown() override {
+    workers_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static CompileJob job(const std::string& pipeline) {
+    CompileJob job;
+    job.input_kind = InputKind::llvm_ir;
+    job.input = k_llvm_vadd;
+    job.input_name = "kernel.ll";
+    job.target = parse_target("cuda:90").value();
+    job.pipeline = pipeline;
+    return job;
+  }
+  Result<Artifact> compile(const std::string& pipeline, const std::function<bool()>& abandoned = {}) {
+    const CompileJob j = job(pipeline);
+    Result<CompilePlan> plan = pipeline_->plan(j);
+    if (!plan) return plan.error();
+    return workers_->run(j, *plan, abandoned);
+  }
+  // True from `after` on: every request waiting went away then.
+  static std::function<bool()> abandoned_after(std::chrono::milliseconds after) {
+    const auto at = std::chrono::steady_clock::now() + after;
+    return [at] { return std::chrono::steady_clock::now() >= at; };
+  }
+
+  fs::path dir_;
+  std::shared_ptr<const CompilePipeline> pipeline_;
+  std::unique_ptr<CompileWorkers> workers_;
+};
+
+TEST_F(InProcessWorkersTest, AnAbandonedCompileKillsItsWorkerAndTheNextCompileGetsANewOne) {
+  // A worker ready first: the hanging compile is running, not starting its
+  // worker, when it is abandoned.
+  Result<Artifact> warm = compile("");
+  ASSERT_TRUE(warm) << warm.error().message;
+  ASSERT_EQ(workers_->counters().started, 1u);
+  std::atomic<size_t> workers_while_running{0};
+  std::thread watch([&] {
+    std::this_thread::sleep_for(200ms);  // the hanging compile is in its worker by now
+    workers_while_running = workers_of(::getpid());
+  });
+  const auto began = std::chrono::steady_clock::now();
+  Result<Artifact> abandoned = compile("llvm-hanging", abandoned_after(300ms));
+  const auto took = std::chrono::steady_clock::now() - began;
+  watch.join();
+  ASSERT_TRUE(fails_with(abandoned, ErrorCode::cancelled, "compile abandoned"));
+  EXPECT_LT(took, 1500ms) << "the compile was not stopped when it was abandoned (its time bound is 3 s)";
+  EXPECT_EQ(workers_while_running.load(), 1u);
+  EXPECT_EQ(workers_of(::getpid()), 0u) << "the abandoned compile's worker is still there";
+  WorkerCounters counters = workers_->counters();
+  EXPECT_EQ(counters.kills["cancelled"], 1u);
+  EXPECT_EQ(counters.crashed, 0u) << "our own kill is not a crash";
+  EXPECT_EQ(counters.live, 0u);
+
+  Result<Artifact> next = compile("");
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_FALSE(next->bytes.empty());
+  counters = workers_->counters();
+  EXPECT_EQ(counters.started, 2u);
+  EXPECT_EQ(counters.live, 1u);
+  EXPECT_EQ(counters.kills["cancelled"], 1u);
+}
+
+TEST_F(InProcessWorkersTest, ACompileAbandonedWhileWaitingForAWorkerKillsNone) {
+  // The one worker hangs until its own compile is abandoned, later.
+  std::optional<Result<Artifact>> first;
+  std::thread hanging([&] { first.emplace(compile("llvm-hanging", abandoned_after(1200ms))); });
+  std::this_thread::sleep_for(300ms);
+  const auto began = std::chrono::steady_clock::now();
+  Result<Artifact> waiting = compile("", abandoned_after(200ms));
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_TRUE(fails_with(waiting, ErrorCode::cancelled, "compile abandoned"));
+  EXPECT_LT(took, 700ms) << "it waited for the worker after it was abandoned";
+  EXPECT_EQ(workers_->counters().kills["cancelled"], 0u) << "a compile that never ran has no worker to kill";
+  hanging.join();
+  ASSERT_TRUE(first && fails_with(*first, ErrorCode::cancelled, "compile abandoned"));
+  EXPECT_EQ(workers_->counters().kills["cancelled"], 1u);
+}
+
+TEST_F(InProcessWorkersTest, ACrashIsCountedAndItsWorkerReplaced) {
+  Result<Artifact> crashed = compile("llvm-crashing");
+  ASSERT_TRUE(fails_with(crashed, ErrorCode::internal, "crashed"));
+  WorkerCounters counters = workers_->counters();
+  EXPECT_EQ(counters.started, 1u);
+  EXPECT_EQ(counters.crashed, 1u);
+  EXPECT_TRUE(counters.kills.empty()) << "a crash is not one of our kills";
+  EXPECT_EQ(counters.live, 0u);
+
+  Result<Artifact> ok = compile("");
+  ASSERT_TRUE(ok) << ok.error().message;
+  counters = workers_->counters();
+  EXPECT_EQ(counters.started, 2u);
+  EXPECT_EQ(counters.crashed, 1u);
+  EXPECT_EQ(counters.live, 1u);
+}
+
+TEST_F(InProcessWorkersTest, ACompilePastItsTimeBoundIsAKillByTimeout) {
+  Result<Artifact> hung = compile("llvm-hanging", [] { return false; });
+  ASSERT_TRUE(fails_with(hung, ErrorCode::deadline_exceeded, "ran longer than 3 s"));
+  const WorkerCounters counters = workers_->counters();
+  EXPECT_EQ(counters.kills.at("timeout"), 1u);
+  EXPECT_EQ(counters.kills.count("cancelled"), 0u);
+  EXPECT_EQ(counters.crashed, 0u);
 }
 
 }  // namespace
