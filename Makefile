@@ -4,7 +4,7 @@
 JOBS ?= $(shell nproc)
 KJITD_ARGS ?=
 
-.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-container test-gpu bench format clean
+.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-load test-container test-gpu bench format clean
 
 all: build
 
@@ -27,15 +27,21 @@ run: build
 # Every test: unit and integration tests in the default build, then the
 # Python client against the daemon, the integration tests again under
 # AddressSanitizer + UBSan, then the fuzzers.
-test: test-default test-python test-asan test-fuzz
+test: test-default test-python test-load test-asan test-fuzz
 
 test-default: build
-	ctest --preset default -j 2 -LE gpu
+	ctest --preset default -j 2 -LE 'gpu|load'
 
 # The Python client (client/python) against build/bin/kjitd, from a virtual
 # environment in build/python-venv (reinstalled only when it changed).
 test-python: build
 	client/python/run-tests.sh
+
+# The load and fault scenarios (tests/load/run.py, label "load"): real kjitd
+# processes under mixed load, a worker, the daemon and Redis killed midway, a
+# full disk. A few minutes, run alone; the figures go to build/load-report.json.
+test-load: build
+	KJIT_LOAD_TESTS=1 ctest --preset default -L load --output-on-failure
 
 build-asan/build.ninja:
 	cmake --preset asan
