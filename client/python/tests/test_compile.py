@@ -59,6 +59,9 @@ def test_a_second_identical_compile_is_a_memory_hit(client):
     assert second.key == first.key
     assert second.artifact == first.artifact
     assert second.kernels == first.kernels
+    # Each request has its own id, as its log lines name it.
+    assert len(first.request_id) == 16 and len(second.request_id) == 16
+    assert first.request_id != second.request_id
 
 
 def test_source_from_a_path_is_named_and_kinded_by_it(client, tmp_path):

@@ -3,6 +3,7 @@
 import dataclasses
 import os
 
+import grpc
 import pytest
 from google.protobuf import descriptor_pool
 
@@ -131,3 +132,14 @@ def test_conversion_of_a_response():
     assert result.cache_hit
     assert result.timings[0].passes[0] == kjit.PassTiming(name="compile", ms=0.5)
     assert "4 bytes" in repr(result)
+
+
+def test_a_full_queue_refusal_carries_its_retry_hint():
+    from kjit import _errors
+    error = _errors.error_from(grpc.StatusCode.RESOURCE_EXHAUSTED, "compile queue full; retry in 250 ms",
+                               [("kjit-retry-after-ms", "250"), ("kjit-message-bin", b"compile queue full")])
+    assert isinstance(error, kjit.ResourceExhausted)
+    assert error.retry_after_ms == 250
+    assert error.details == "compile queue full"
+    other = _errors.error_from(grpc.StatusCode.CANCELLED, "gone", [])
+    assert isinstance(other, kjit.Cancelled) and other.retry_after_ms is None

@@ -10,7 +10,7 @@ kjit.aio.Client offers the same methods as coroutines.
 """
 
 from kjit._client import Client
-from kjit._errors import (DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, KjitError, NotFound,
+from kjit._errors import (Cancelled, DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, KjitError, NotFound,
                           PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented)
 from kjit._request import Request, default_address, default_socket_path, infer_kind
 from kjit._types import (BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus, CompileResult,
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "Request", "default_address", "default_socket_path", "infer_kind",
     "KjitError", "InvalidArgument", "FailedPrecondition", "NotFound", "ResourceExhausted", "Unavailable",
-    "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied",
+    "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied", "Cancelled",
     "CompileResult", "KernelInfo", "Dim3", "StageTiming", "PassTiming", "KeyComponent", "FatbinEntry",
     "PipelineDescription", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
     "CacheStats", "TierStats", "BlobStats", "BlobGroup", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",

@@ -8,6 +8,8 @@ import grpc
 # message carries an excerpt at most) and the message without that excerpt.
 LOG_TRAILER = "kjit-log-bin"
 MESSAGE_TRAILER = "kjit-message-bin"
+# On a refusal worth retrying (a full compile queue): milliseconds to wait.
+RETRY_AFTER_TRAILER = "kjit-retry-after-ms"
 
 
 class KjitError(Exception):
@@ -16,12 +18,15 @@ class KjitError(Exception):
     code:    the grpc.StatusCode
     details: the daemon's message, without the log
     log:     the compiler's whole log ("" when there is none)
+    retry_after_ms: when the daemon says to retry (a full queue), after how
+             long; None otherwise
     """
 
-    def __init__(self, code: grpc.StatusCode, details: str, log: str = ""):
+    def __init__(self, code: grpc.StatusCode, details: str, log: str = "", retry_after_ms: Optional[int] = None):
         self.code = code
         self.details = details
         self.log = log
+        self.retry_after_ms = retry_after_ms
         text = "%s: %s" % (code.name if code is not None else "UNKNOWN", details)
         if log and log.strip() not in details:
             text += "\n" + log.rstrip("\n")
@@ -41,7 +46,8 @@ class NotFound(KjitError):
 
 
 class ResourceExhausted(KjitError):
-    """The request exceeds one of the daemon's limits."""
+    """The request exceeds one of the daemon's limits, or the compile queue is
+    full (then .retry_after_ms says when to try again)."""
 
 
 class Unavailable(KjitError):
@@ -58,6 +64,10 @@ class Unimplemented(KjitError):
 
 class Internal(KjitError):
     """The daemon failed."""
+
+
+class Cancelled(KjitError):
+    """The call was cancelled."""
 
 
 class Unauthenticated(KjitError):
@@ -79,6 +89,7 @@ _BY_CODE = {
     grpc.StatusCode.INTERNAL: Internal,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.CANCELLED: Cancelled,
 }
 
 
@@ -101,8 +112,10 @@ def error_from(code: grpc.StatusCode, details: Optional[str], trailers) -> KjitE
     message = _trailer(trailers, MESSAGE_TRAILER)
     if message is None:
         message = details or ""
+    retry = _trailer(trailers, RETRY_AFTER_TRAILER)
+    retry_after_ms = int(retry) if retry and retry.isdigit() else None
     cls = _BY_CODE.get(code, KjitError)
-    return cls(code, message, log)
+    return cls(code, message, log, retry_after_ms)
 
 
 def from_rpc_error(error: grpc.RpcError) -> KjitError:

@@ -153,6 +153,7 @@ class CompileResult:
     timings: List[StageTiming] = _messages(StageTiming)
     toolkit: str = ""
     entries: List[FatbinEntry] = _messages(FatbinEntry)  # a fatbin's parts, in order
+    request_id: str = ""        # the daemon's id for this request, as in its log lines
     _proto: ClassVar[str] = "kjit.v1.CompileResponse"
 
     @property
