@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -203,6 +205,33 @@ TEST_F(BackpressureTest, SigtermDrainsCallsInFlightAndRefusesNewOnes) {
     ADD_FAILURE() << "health while draining: " << health.error().message;
   }
   EXPECT_EQ(daemon.stop(), 0);
+}
+
+}  // namespace
+}  // namespace kjit::test
+
+namespace kjit::test {
+namespace {
+
+// --log-file, and SIGHUP reopening it after logrotate moved it away.
+TEST(DaemonLogFile, SighupReopensTheLogFileUnderItsName) {
+  TempDir dir;
+  const std::string log = dir.path() + "/kjitd.log";
+  TestDaemon daemon(DaemonOptions{{"--log-file", log, "--log-level", "info"}});
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_NE(read(log).find("kjitd listening on"), std::string::npos) << read(log);
+  std::filesystem::rename(log, log + ".1");  // what logrotate does
+  daemon.signal(SIGHUP);
+  for (int i = 0; i < 100 && !std::filesystem::exists(log); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(std::filesystem::exists(log)) << "SIGHUP did not reopen " << log;
+  EXPECT_TRUE(Client(daemon.socket_path()).health());
+  EXPECT_EQ(daemon.stop(), 0);
+  EXPECT_NE(read(log).find("kjitd stopped"), std::string::npos) << "the new file:\n" << read(log);
+  EXPECT_EQ(read(log + ".1").find("kjitd stopped"), std::string::npos) << "lines after SIGHUP went to the old file";
+  EXPECT_NE(read(log).find("log file reopened"), std::string::npos) << read(log);
 }
 
 }  // namespace
