@@ -4,9 +4,9 @@
 Run through bench/peer_comparison.sh, which checks the prerequisites and
 picks the Python environment; see bench/README.md for what each row means.
 
-CUDA C++ rows compile the kernels in bench/peer_kernels/ (one process per
+CUDA C++ rows compile the kernels of bench/bench_kernels.h (one process per
 kernel, summed per rep) to sm_90 cubins. Triton rows compile the three
-kernels of bench/peer_triton_child.py in one process. Every row is the
+kernels of client/python/tests/triton_child.py in one process. Every row is the
 median over --reps reps, after one warm-up rep that is not counted; within
 a rep the groups run in an order that rotates from rep to rep, so that drift
 on the host hits all of them alike.
@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -31,9 +32,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-KERNEL_DIR = REPO / "bench" / "peer_kernels"
+KERNEL_SOURCES = REPO / "bench" / "bench_kernels.h"
 KERNELS = ["saxpy", "tiled_matmul", "mixed_axpy"]
-TRITON_CHILD = REPO / "bench" / "peer_triton_child.py"
+TRITON_CHILD = REPO / "client" / "python" / "tests" / "triton_child.py"
 TARGET_SM = "90"
 
 NVRTC = "NVRTC + nvJitLink, fresh process"
@@ -55,6 +56,21 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)
 
 
+def write_kernels(directory):
+    """The kernels the C++ benchmarks use (bench/bench_kernels.h), one .cu file
+    each in `directory`: every tool here compiles the same sources."""
+    text = KERNEL_SOURCES.read_text()
+    paths = {}
+    for name in KERNELS:
+        found = re.search(r'\{"%s",\s*R"\((.*?)\)"' % re.escape(name), text, re.S)
+        if not found:
+            raise SystemExit("peer_comparison: no kernel %r in %s" % (name, KERNEL_SOURCES))
+        path = Path(directory) / (name + ".cu")
+        path.write_text(found.group(1).lstrip("\n"))
+        paths[name] = str(path)
+    return paths
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -73,7 +89,7 @@ class Bench:
         self.details = {}        # row -> list of dicts (triton: in-process split, import time)
         self.checks = []         # problems noticed while measuring (wrong cache tier, cubins differ)
         self.skipped = {}        # row -> why
-        self.kernels = {k: str(KERNEL_DIR / (k + ".cu")) for k in KERNELS}
+        self.kernels = write_kernels(self.work)
         self.salt = 0
         self.kjit_import_ms = []
 

@@ -4,10 +4,10 @@
 #
 #   bench/peer_comparison.sh [--reps N] [--quick] [--out DIR]
 #
-# CUDA C++ (bench/peer_kernels/*.cu, sm_90): NVRTC + nvJitLink in a fresh
+# CUDA C++ (saxpy, tiled_matmul, mixed_axpy of bench/bench_kernels.h, sm_90): NVRTC + nvJitLink in a fresh
 # process (bench/peer_nvrtc.c, built here), nvcc -cubin, ccache nvcc -c (miss
 # and hit), and `kjit compile` cold, missed, and hit from memory, disk and
-# Redis. Triton (three kernels, bench/peer_triton_child.py): its own compile,
+# Redis. Triton (three kernels, client/python/tests/triton_child.py): its own compile,
 # its own file-cache hit, and a process with an empty local dir served by
 # kjit.triton.KjitCacheManager. Medians of --reps (default 5; --quick: 2)
 # after a warm-up rep. Writes DIR/peer_comparison.{md,json,png} (default DIR:

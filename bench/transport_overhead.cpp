@@ -5,8 +5,6 @@
 // tenant's token, (3) TLS with the token, and prints the medians, p99 and
 // the ratios against (1). Certificates are made for the run with openssl.
 // Exits 1 only when something fails outright.
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,6 +21,7 @@
 #include "pipeline/cache_key.h"
 #include "sample_stats.h"
 #include "support/daemon_process.h"
+#include "support/loopback.h"
 #include "text_table.h"
 
 namespace kjit::bench {
@@ -31,20 +30,6 @@ namespace {
 constexpr int k_default_rounds = 20;
 constexpr int k_hits_per_round = 100;
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 // A CA and a server certificate for 127.0.0.1, with the openssl CLI.
 bool make_certificates(const std::string& dir) {
@@ -90,7 +75,7 @@ int main(int argc, char** argv) {
   const std::string token = "bench-tenant-token";
   std::ofstream(std::string(dir) + "/tenants.toml")
       << "[[tenants]]\nname = \"bench\"\ntoken_sha256 = \"" << sha256_hex(token) << "\"\n";
-  const std::string address = "127.0.0.1:" + std::to_string(free_port());
+  const std::string address = "127.0.0.1:" + std::to_string(test::free_loopback_port());
   test::DaemonProcess daemon(test::DaemonOptions{{"--tenants", std::string(dir) + "/tenants.toml", "--listen", address,
                                                   "--tls-cert", std::string(dir) + "/server.pem", "--tls-key",
                                                   std::string(dir) + "/server.key"}});

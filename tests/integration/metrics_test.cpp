@@ -1,11 +1,7 @@
 // kjitd's Prometheus metrics through a real daemon: a compile and its memory
 // hit, then a scrape of --metrics-port over HTTP shows the request, the
 // compile, the hit and the worker that ran it.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <map>
 #include <sstream>
@@ -15,53 +11,17 @@
 #include "kjit/client.h"
 #include "support/daemon_test.h"
 #include "support/llvm_kernels.h"
+#include "support/loopback.h"
 
 namespace kjit::test {
 namespace {
 
 using Labels = std::map<std::string, std::string>;
 
-sockaddr_in loopback(uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
-// A port free on 127.0.0.1 now: bound to port 0, read back and closed.
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr = loopback(0);
-  socklen_t size = sizeof addr;
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
-// GET /metrics from 127.0.0.1:port over HTTP/1.0: the body, or "" when the
-// answer is not a 200.
+// GET /metrics: the body, or "" when the answer is not a 200.
 std::string scrape(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr = loopback(port);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buffer[4096];
-      ssize_t n = 0;
-      while ((n = ::read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  if (response.rfind("HTTP/1.", 0) != 0 || response.find(" 200 ") > response.find("\r\n") ||
-      body == std::string::npos)
-    return "";
-  return response.substr(body + 4);
+  auto [status, body] = http_get(port, "/metrics");
+  return status.find(" 200 ") == std::string::npos ? std::string() : body;
 }
 
 // The sum over every sample of `name` whose labels include `labels`; -1
@@ -94,7 +54,7 @@ double total(const std::string& text, const std::string& name, const Labels& lab
 
 TEST(DaemonMetrics, ACompileAndItsMemoryHitShowInAScrape) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
-  const uint16_t port = free_port();
+  const uint16_t port = free_loopback_port();
   ASSERT_NE(port, 0);
   TestDaemon daemon({"--metrics-port", std::to_string(port)});
   ASSERT_TRUE(daemon.status());
@@ -118,7 +78,7 @@ TEST(DaemonMetrics, ACompileAndItsMemoryHitShowInAScrape) {
 }
 
 TEST(DaemonMetrics, ARefusedRequestIsCountedUnderItsCodesName) {
-  const uint16_t port = free_port();
+  const uint16_t port = free_loopback_port();
   ASSERT_NE(port, 0);
   TestDaemon daemon({"--metrics-port", std::to_string(port)});
   ASSERT_TRUE(daemon.status());

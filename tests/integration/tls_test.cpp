@@ -2,8 +2,6 @@
 // when asked for by name, and the clients' TLS, address and token options.
 // The certificates are made for each run with the openssl command.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include "pipeline/cache_key.h"
 #include "support/cuda_kernels.h"
 #include "support/daemon_test.h"
+#include "support/loopback.h"
 
 namespace kjit::test {
 namespace {
@@ -70,20 +69,6 @@ class Certificates {
   fs::path dir_;
 };
 
-// A port nothing listens on now: bound and released.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), size) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0)
-    port = ntohs(address.sin_port);
-  ::close(fd);
-  return port;
-}
 
 CompileRequest vector_add() {
   CompileRequest request;
@@ -102,7 +87,7 @@ class TlsTest : public ::testing::Test {
 
   // A daemon listening on 127.0.0.1 with the server certificate, and more args.
   std::unique_ptr<TestDaemon> tls_daemon(std::vector<std::string> more = {}) {
-    port_ = free_port();
+    port_ = free_loopback_port();
     std::vector<std::string> args{"--listen",         address(),   "--tls-cert",
                                   file("server.crt"), "--tls-key", file("server.key")};
     args.insert(args.end(), more.begin(), more.end());
@@ -136,7 +121,7 @@ TEST_F(TlsTest, AClientTrustingTheCaIsServedOverTls) {
 }
 
 TEST_F(TlsTest, TheConfigurationFileGivesTheSameTls) {
-  port_ = free_port();
+  port_ = free_loopback_port();
   DaemonOptions options;
   options.config = "listen = \"" + address() + "\"\n[tls]\ncert = \"" + file("server.crt") + "\"\nkey = \"" +
                    file("server.key") + "\"\nclient_ca = \"" + file("ca.crt") + "\"\n";
@@ -237,7 +222,7 @@ TEST_F(TlsTest, AMissingCertificateFileIsNamedAtStartAndByCheckConfig) {
 }
 
 TEST_F(TlsTest, InsecureListenServesPlaintextAndWarns) {
-  port_ = free_port();
+  port_ = free_loopback_port();
   DaemonOptions options{{"--insecure-listen", address()}};
   options.capture_log = true;
   TestDaemon daemon(options);

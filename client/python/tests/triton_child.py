@@ -1,16 +1,22 @@
-"""Compiles three Triton kernels for sm_90 without a GPU and prints what it
-got as JSON: run by test_triton.py in a fresh process, with the cache
+"""Compiles three Triton kernels (one with tl.dot) for sm_90 without a GPU
+and prints what it got as JSON: seconds spent importing triton, seconds in
+the three triton.compile calls, and each cubin's SHA-256. Run in a fresh
+process by test_triton.py and by bench/peer_comparison.py, with the cache
 manager and cache directory under test set in its environment."""
 
-import hashlib
-import json
-import sys
 import time
 
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+start = time.perf_counter()
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+import_seconds = time.perf_counter() - start
 
 
 @triton.jit
@@ -53,7 +59,8 @@ def main():
         compiled = triton.compile(ASTSource(fn, signature, constexprs), target=target)
         cubins[fn.__name__] = hashlib.sha256(compiled.asm["cubin"]).hexdigest()
     seconds = time.perf_counter() - start
-    json.dump({"seconds": seconds, "cubins": cubins}, sys.stdout)
+    json.dump({"import_seconds": import_seconds, "seconds": seconds, "cubins": cubins,
+               "triton": triton.__version__}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,7 @@
 // kjitd's Prometheus metrics in the process: a Metrics serving on a free
 // port, fed records and fake sources, read back by a real HTTP scrape. Names,
 // labels and values are what dashboards and alerts rely on.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -21,35 +17,15 @@
 #include "server/compile_admission.h"
 #include "server/compile_workers.h"
 #include "server/metrics.h"
+#include "support/loopback.h"
 
 namespace kjit {
 namespace {
 
+using test::http_get;
+
 using Labels = std::map<std::string, std::string>;
 
-// GET path from 127.0.0.1:port over HTTP/1.0; the status line and the body.
-std::pair<std::string, std::string> http_get(uint16_t port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return {};
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buffer[4096];
-      ssize_t n = 0;
-      while ((n = ::read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  const size_t line_end = response.find("\r\n");
-  const size_t head_end = response.find("\r\n\r\n");
-  if (line_end == std::string::npos || head_end == std::string::npos) return {response, ""};
-  return {response.substr(0, line_end), response.substr(head_end + 4)};
-}
 
 // The samples of an exposition text: name -> every (labels, value) it has.
 std::multimap<std::string, std::pair<Labels, double>> parse_samples(const std::string& text) {
