@@ -1,6 +1,7 @@
 #include "server/compile_bounds.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -50,6 +51,53 @@ Status set_limit(int resource, rlim_t soft, rlim_t hard, const char* name) {
   ::_exit(k_exit_out_of_memory);
 }
 
+// What the crash handler below needs, set before any bound applies.
+uint64_t g_address_space_limit = 0;
+uint64_t g_crash_margin = 0;
+long g_page_size = 4096;
+alignas(16) char g_crash_stack[64 * 1024];
+
+// The address space now from /proc/self/statm, with system calls only (this
+// runs in a signal handler); 0 when it cannot be read.
+uint64_t address_space_in_handler() {
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[64];
+  const ssize_t n = ::read(fd, text, sizeof(text) - 1);
+  ::close(fd);
+  uint64_t pages = 0;
+  for (ssize_t i = 0; i < n && text[i] >= '0' && text[i] <= '9'; ++i) pages = pages * 10 + uint64_t(text[i] - '0');
+  return pages * static_cast<uint64_t>(g_page_size);
+}
+
+// A toolchain that does not check an allocation the memory bound refused
+// dies of SIGSEGV or SIGBUS rather than reporting it. Near the bound, that
+// crash is the bound: said so, as a failed allocation is. Anywhere else it is
+// a crash, and the signal is delivered again without this handler.
+void crash_near_the_bound(int signal) {
+  const uint64_t used = address_space_in_handler();
+  if (used != 0 && used + g_crash_margin >= g_address_space_limit) out_of_memory();
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void install_crash_handler(uint64_t limit, uint64_t compile_bytes) {
+  g_address_space_limit = limit;
+  g_crash_margin = compile_bytes / 2;
+  g_page_size = ::sysconf(_SC_PAGESIZE);
+  // Its own stack: the crash may be a stack that could not grow.
+  stack_t stack{};
+  stack.ss_sp = g_crash_stack;
+  stack.ss_size = sizeof(g_crash_stack);
+  ::sigaltstack(&stack, nullptr);
+  struct sigaction action {};
+  action.sa_handler = crash_near_the_bound;
+  action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGSEGV, &action, nullptr);
+  ::sigaction(SIGBUS, &action, nullptr);
+}
+
 constexpr bool k_address_sanitizer =
 #if defined(__SANITIZE_ADDRESS__)
     true;
@@ -75,6 +123,7 @@ Result<std::string> apply_worker_bounds(const CompileBounds& bounds) {
     applied = "memory unbounded (AddressSanitizer build)";
   } else {
     const uint64_t limit = address_space_bytes() + bounds.memory_bytes;
+    install_crash_handler(limit, bounds.memory_bytes);
     if (Status s = set_limit(RLIMIT_AS, limit, limit, "the memory bound (RLIMIT_AS)"); !s) return s.error();
     applied = "memory " + mib(bounds.memory_bytes) + " beyond the worker's " + mib(limit - bounds.memory_bytes);
   }

@@ -182,6 +182,28 @@ TEST(WorkerShutdown, ASecondSigtermStopsWithoutWaitingForTheDrain) {
   expect_stop_without_waiting_out_the_compile({"--drain-timeout", "600"}, true);
 }
 
+// A toolchain that dies of SIGSEGV at the memory bound (an allocation it
+// did not check) crossed the bound; one that dies of it with memory to spare
+// crashed.
+TEST(WorkerCrash, ASegfaultAtTheMemoryBoundIsTheBoundAndElsewhereACrash) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's shadow memory leaves no room for an address-space bound";
+#endif
+  TestDaemon daemon(DaemonOptions{{"--plugin", plugin_path("failing_pass_plugin"), "--no-cache", "--compile-workers",
+                                   "1", "--compile-memory", "67108864"},
+                                  llvm_test_pipeline("llvm-segfault", {"test-segfault"}, false) +
+                                      llvm_test_pipeline("llvm-unchecked", {"test-unchecked-allocation"}, false)});
+  auto request = llvm_request(k_llvm_vadd, "cuda:90");
+  request.pipeline = "llvm-unchecked";
+  auto bounded = Client(daemon.socket_path()).compile(request);
+  ASSERT_TRUE(fails_with(bounded, ErrorCode::resource_exhausted, "limits.compile_memory_bytes"));
+  request.pipeline = "llvm-segfault";
+  auto crashed = Client(daemon.socket_path()).compile(request);
+  ASSERT_TRUE(fails_with(crashed, ErrorCode::internal, "signal 11"));
+  EXPECT_TRUE(daemon.running());
+}
+
 TEST(WorkerStart, AWorkerThatCannotStartIsAClearErrorNotACrashReport) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
   // The daemon loads the plugin, then it disappears: workers cannot.

@@ -1,8 +1,8 @@
 // Example plugin for error paths: a pass that fails with a diagnostic, one
-// that returns garbage instead of PTX, one that crashes its process (as LLVM
-// aborts on some inputs), one that never returns and one that takes its
-// time. Each runs only in the pipelines a daemon's configuration builds with
-// it.
+// that returns garbage instead of PTX, ones that crash their process (as LLVM
+// aborts on some inputs, a segmentation fault, an unchecked allocation at
+// the memory bound), one that never returns and one that takes its time.
+// Each runs only in the pipelines a daemon's configuration builds with it.
 #include <kjit/plugin.h>
 #include <unistd.h>
 
@@ -23,6 +23,26 @@ int garbage(const kjit_pass_input*, const kjit_pass_output* output) {
 
 int crash(const kjit_pass_input*, const kjit_pass_output*) { std::abort(); }
 
+// A segmentation fault with memory to spare.
+int segfault(const kjit_pass_input*, const kjit_pass_output*) {
+  volatile int* nowhere = nullptr;
+  *nowhere = 1;
+  return 0;
+}
+
+// What a toolchain that does not check its allocations does at the memory
+// bound: allocate until refused, then write through the null pointer.
+int unchecked_allocation(const kjit_pass_input*, const kjit_pass_output*) {
+  for (;;) {
+    volatile char* block = static_cast<volatile char*>(std::malloc(1 << 20));
+    if (block) {
+      for (int i = 0; i < (1 << 20); i += 4096) block[i] = 1;
+      continue;
+    }
+    block[0] = 1;  // the bound refused it, and nobody looked
+  }
+}
+
 int hang(const kjit_pass_input*, const kjit_pass_output*) {
   while (true) ::sleep(1);
 }
@@ -41,8 +61,10 @@ const kjit_pass_desc k_passes[] = {
     {"test-crash", "1.0", "ptx", "ptx", nullptr, 0, crash},
     {"test-hang", "1.0", "ptx", "ptx", nullptr, 0, hang},
     {"test-slow", "1.0", "ptx", "ptx", nullptr, 0, slow},
+    {"test-segfault", "1.0", "ptx", "ptx", nullptr, 0, segfault},
+    {"test-unchecked-allocation", "1.0", "ptx", "ptx", nullptr, 0, unchecked_allocation},
 };
-const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 5, nullptr, 0, nullptr,
+const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 7, nullptr, 0, nullptr,
                                  nullptr};
 
 }  // namespace
