@@ -25,8 +25,9 @@ run: build
 	build/bin/kjitd $(KJITD_ARGS)
 
 # Every test: unit and integration tests in the default build, then the
-# Python client against the daemon, the integration tests again under
-# AddressSanitizer + UBSan, then the fuzzers.
+# Python client against the daemon, the load and fault tests (tests/load,
+# about a minute), the integration tests again under AddressSanitizer +
+# UBSan, then the fuzzers.
 test: test-default test-python test-load test-asan test-fuzz
 
 test-default: build
