@@ -7,7 +7,7 @@ packages=(
   cmake g++ make ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  libssl-dev libgtest-dev libgmock-dev
+  libssl-dev openssl libgtest-dev libgmock-dev
   llvm-19-dev libhiredis-dev libxxhash-dev redis-server
   clang-19 libclang-rt-19-dev libseccomp-dev prometheus-cpp-dev
 )
