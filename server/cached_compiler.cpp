@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "server/tenants.h"
-
 namespace kjit {
 namespace {
 
@@ -49,7 +47,7 @@ Result<Artifact> CachedCompiler::run(const CompileJob& job, const CompilePlan& p
   std::optional<CompileAdmission::Ticket> ticket;
   std::optional<CompileAdmission::Slot> slot;
   if (admission_) {
-    const std::string tenant = scope.tenant.empty() ? std::string(k_operator_label) : std::string(scope.tenant);
+    const std::string tenant(scope.tenant);
     Result<CompileAdmission::Ticket> admitted = admission_->admit(tenant);
     if (!admitted) {
       Error refused = admitted.error();
@@ -69,7 +67,7 @@ bool CachedCompiler::abandoned(const std::string& stored_key) const {
   auto [first, last] = interest_.equal_range(stored_key);
   if (first == last) return false;
   for (auto it = first; it != last; ++it)
-    if (!it->second || !(*it->second) || !(*it->second)()) return false;
+    if (!it->second || !(*it->second)()) return false;
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include "server/compile_admission.h"
 #include "server/compile_workers.h"
 #include "server/plan_memo.h"
+#include "server/tenants.h"
 #include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
@@ -27,7 +28,8 @@ namespace kjit {
 // Who asks for a compile, as the cache and the compile queue see it.
 struct CompileScope {
   std::string_view ns;      // cache namespace; empty: the default one
-  std::string_view tenant;  // the queue's name for the caller (its fair share and bound)
+  // The queue's name for the caller (its fair share and bound).
+  std::string_view tenant = k_operator_label;
   // Whether this request's client went away (or its deadline passed); a
   // compile nobody waits for any more is stopped. Empty: never.
   std::function<bool()> gone;

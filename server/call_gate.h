@@ -12,8 +12,10 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
 
 #include "kjit/status.h"
@@ -54,7 +56,7 @@ class CallGate {
 
   // open(), the handler with the caller (under its log scope), close().
   template <typename Handler>
-  grpc::Status serve(grpc::ServerContext* context, std::string_view method, Handler&& handler) {
+  grpc::Status serve(grpc::ServerContextBase* context, std::string_view method, Handler&& handler) {
     const auto opened = std::chrono::steady_clock::now();
     Result<Caller> caller = open(*context, method);
     grpc::Status status;
@@ -66,6 +68,15 @@ class CallGate {
     }
     close(caller, method, status, opened);
     return status;
+  }
+
+  // The same for a callback-API handler that answers where it stands.
+  template <typename Handler>
+  grpc::ServerUnaryReactor* serve_now(grpc::CallbackServerContext* context, std::string_view method,
+                                      Handler&& handler) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(serve(context, method, std::forward<Handler>(handler)));
+    return reactor;
   }
 
   // From now on new calls are refused (UNAVAILABLE) and health says

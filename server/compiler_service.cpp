@@ -32,7 +32,7 @@ struct CompilerService::Call {
 
   CompileScope scope() const {
     const grpc::CallbackServerContext* ctx = context;
-    return CompileScope{caller->ns, caller->tenant, [ctx] { return call_gone(*ctx); }};
+    return CompileScope{caller->ns, caller->label(), [ctx] { return call_gone(*ctx); }};
   }
   void finish(const grpc::Status& status) {
     service->gate_->close(caller, method, status, received);
@@ -163,40 +163,32 @@ void CompilerService::compile_fatbin(std::shared_ptr<Call> call, const v1::Compi
 grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServerContext* context,
                                                             const v1::DescribePipelineRequest* request,
                                                             v1::DescribePipelineResponse* response) {
-  Call call{this, context, context->DefaultReactor(), "DescribePipeline", Clock::now(),
-            gate_->open(*context, "DescribePipeline")};
-  auto fail = [&](const Error& error) {
-    call.fail(error);
-    return call.reactor;
-  };
-  if (!call.caller) return fail(call.caller.error());
-  std::optional<InputKind> input = from_proto(request->input_kind());
-  if (!input) return fail(make_error(ErrorCode::invalid_argument, "input_kind is required"));
-  if (!request->target().empty()) {
-    if (Result<Target> target = parse_target(request->target()); !target) return fail(target.error());
-  }
-  const CompilePipeline& pipelines = compiler_->pipeline();
-  Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline());
-  if (!pipeline) return fail(pipeline.error());
-  response->set_name(pipeline->name);
-  response->set_toml(pipeline_to_toml(*pipeline));
-  for (const std::string& name : pipelines.pipeline_names()) response->add_known_pipelines(name);
-  for (const LoadedPlugin& plugin : pipelines.plugins()) response->add_active_plugins(plugin.name + " " + plugin.version);
-  call.finish(grpc::Status::OK);
-  return call.reactor;
+  return gate_->serve_now(context, "DescribePipeline", [&](const Caller&) -> grpc::Status {
+    auto fail = [&](const Error& error) { return to_grpc_status(error, *context); };
+    std::optional<InputKind> input = from_proto(request->input_kind());
+    if (!input) return fail(make_error(ErrorCode::invalid_argument, "input_kind is required"));
+    if (!request->target().empty()) {
+      if (Result<Target> target = parse_target(request->target()); !target) return fail(target.error());
+    }
+    const CompilePipeline& pipelines = compiler_->pipeline();
+    Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline());
+    if (!pipeline) return fail(pipeline.error());
+    response->set_name(pipeline->name);
+    response->set_toml(pipeline_to_toml(*pipeline));
+    for (const std::string& name : pipelines.pipeline_names()) response->add_known_pipelines(name);
+    for (const LoadedPlugin& plugin : pipelines.plugins())
+      response->add_active_plugins(plugin.name + " " + plugin.version);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* CompilerService::ListToolkits(grpc::CallbackServerContext* context,
                                                         const v1::ListToolkitsRequest*,
                                                         v1::ListToolkitsResponse* response) {
-  Call call{this, context, context->DefaultReactor(), "ListToolkits", Clock::now(), gate_->open(*context, "ListToolkits")};
-  if (!call.caller) {
-    call.fail(call.caller.error());
-    return call.reactor;
-  }
-  describe_toolkits(compiler_->pipeline().toolkits(), *response);
-  call.finish(grpc::Status::OK);
-  return call.reactor;
+  return gate_->serve_now(context, "ListToolkits", [&](const Caller&) {
+    describe_toolkits(compiler_->pipeline().toolkits(), *response);
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace kjit

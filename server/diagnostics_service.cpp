@@ -1,7 +1,6 @@
 #include "server/diagnostics_service.h"
 
 #include "server/compile_workers.h"
-#include "server/status_mapping.h"
 
 namespace kjit {
 
@@ -13,28 +12,22 @@ DiagnosticsService::DiagnosticsService(Facts facts, std::shared_ptr<const Compil
 
 grpc::ServerUnaryReactor* DiagnosticsService::Echo(grpc::CallbackServerContext* context,
                                                    const v1::EchoRequest* request, v1::EchoResponse* response) {
-  const auto opened = std::chrono::steady_clock::now();
-  Result<Caller> caller = gate_->open(*context, "Echo");
-  const grpc::Status status = caller ? grpc::Status::OK : to_grpc_status(caller.error(), *context);
-  if (caller) response->set_payload(request->payload());
-  gate_->close(caller, "Echo", status, opened);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
+  return gate_->serve_now(context, "Echo", [&](const Caller&) {
+    response->set_payload(request->payload());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerContext* context,
                                                         const v1::GetStatusRequest*,
                                                         v1::GetStatusResponse* response) {
-  const auto opened = std::chrono::steady_clock::now();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Result<Caller> caller = gate_->open(*context, "GetStatus");
-  if (!caller) {
-    const grpc::Status refused = to_grpc_status(caller.error(), *context);
-    gate_->close(caller, "GetStatus", refused, opened);
-    reactor->Finish(refused);
-    return reactor;
-  }
+  return gate_->serve_now(context, "GetStatus", [&](const Caller&) {
+    describe_status(response);
+    return grpc::Status::OK;
+  });
+}
+
+void DiagnosticsService::describe_status(v1::GetStatusResponse* response) const {
   const DaemonConfig& config = facts_.config;
   response->set_version(KJIT_VERSION);
   v1::ConfinementStatus& confinement = *response->mutable_confinement();
@@ -55,9 +48,6 @@ grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerCont
     workers.set_started(start.started);
     workers.set_last_start_ms(static_cast<double>(start.start_time.count()) / 1000.0);
   }
-  gate_->close(caller, "GetStatus", grpc::Status::OK, opened);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
 }
 
 }  // namespace kjit

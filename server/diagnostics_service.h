@@ -32,6 +32,9 @@ class DiagnosticsService final : public v1::Diagnostics::CallbackService {
                                       v1::GetStatusResponse* response) override;
 
  private:
+  // How compiles are confined and bounded, and the workers now.
+  void describe_status(v1::GetStatusResponse* response) const;
+
   Facts facts_;
   std::shared_ptr<const CompileWorkers> workers_;
   std::shared_ptr<CallGate> gate_;

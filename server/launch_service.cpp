@@ -95,7 +95,7 @@ Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSou
     if (!job) return job.error();
     const grpc::ServerContext* call = &context;
     Result<CompileOutcome> outcome =
-        compiler_->compile(*job, CompileScope{caller.ns, caller.tenant, [call] { return call_gone(*call); }});
+        compiler_->compile(*job, CompileScope{caller.ns, caller.label(), [call] { return call_gone(*call); }});
     if (!outcome) return outcome.error();
     resolved.artifact = std::move(outcome->artifact);
   } else {
