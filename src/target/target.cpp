@@ -49,10 +49,15 @@ const ArchInfo* find_arch(uint32_t sm) {
   return it == k_archs.end() ? nullptr : &*it;
 }
 
-std::string Target::canonical() const { return "cuda:" + with_suffix(sm, suffix); }
+std::string_view to_string(Vendor vendor) { return vendor == Vendor::amd ? "AMD" : "NVIDIA"; }
+
+std::string Target::canonical() const {
+  return is_amd() ? "hip:" + processor : "cuda:" + with_suffix(sm, suffix);
+}
 std::string Target::sm_name() const { return "sm_" + with_suffix(sm, suffix); }
 std::string Target::compute_name() const { return "compute_" + with_suffix(sm, suffix); }
 const ArchInfo& Target::arch() const { return *find_arch(sm); }
+const AmdArchInfo& Target::amd_arch() const { return *find_amd_arch(processor); }
 
 LlvmCodegenPlan llvm_codegen_plan(const Target& target) {
   const ArchInfo& arch = target.arch();
@@ -85,18 +90,34 @@ std::string describe_targets(std::span<const uint32_t> sms) {
 std::string describe_known_targets() {
   std::vector<uint32_t> sms;
   for (const ArchInfo& a : k_archs) sms.push_back(a.sm);
-  return describe_targets(sms);
+  return describe_targets(sms) + ", " + describe_known_amd_targets();
 }
+
+namespace {
+
+Result<Target> parse_amd_target(std::string_view text, std::string_view processor) {
+  if (!find_amd_arch(processor))
+    return make_error(ErrorCode::invalid_argument, "unknown target '" + std::string(text) +
+                                                       "'; known AMD targets: " + describe_known_amd_targets());
+  Target target;
+  target.vendor = Vendor::amd;
+  target.processor = std::string(processor);
+  return target;
+}
+
+}  // namespace
 
 Result<Target> parse_target(std::string_view text) {
   std::string_view rest = text;
+  if (rest.starts_with("hip:")) return parse_amd_target(text, rest.substr(4));
+  if (rest.starts_with("gfx")) return parse_amd_target(text, rest);
   if (rest.starts_with("cuda:")) {
     rest.remove_prefix(5);
   } else if (rest.starts_with("sm_")) {
     rest.remove_prefix(3);
   } else {
     return make_error(ErrorCode::invalid_argument,
-                      "target '" + std::string(text) + "' is not of the form cuda:<sm>[a|f] (e.g. cuda:90); known targets: " +
+                      "target '" + std::string(text) + "' is not of the form cuda:<sm>[a|f] (e.g. cuda:90) or hip:<gfx> (e.g. hip:gfx90a); known targets: " +
                           describe_known_targets());
   }
   uint32_t sm = 0;
@@ -112,7 +133,7 @@ Result<Target> parse_target(std::string_view text) {
     return make_error(ErrorCode::invalid_argument,
                       "unknown target '" + std::string(text) + "'; known targets: " + describe_known_targets());
   }
-  Target target{Vendor::nvidia, sm, suffix_text.empty() ? '\0' : suffix_text[0]};
+  Target target{Vendor::nvidia, sm, suffix_text.empty() ? '\0' : suffix_text[0], {}};
   if ((target.suffix == 'a' && !arch->has_arch_specific) || (target.suffix == 'f' && !arch->has_family_specific)) {
     return make_error(ErrorCode::invalid_argument, "target '" + std::string(text) + "': sm_" + std::to_string(sm) +
                                                        " has no '" + std::string(1, target.suffix) +

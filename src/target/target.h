@@ -8,10 +8,12 @@
 #include <string_view>
 
 #include "kjit/status.h"
+#include "target/amd_archs.h"
 
 namespace kjit {
 
-enum class Vendor { nvidia };
+enum class Vendor { nvidia, amd };
+std::string_view to_string(Vendor vendor);  // "NVIDIA", "AMD"
 
 // One row per NVIDIA architecture. Limits are from public CUDA documentation
 // (the CUDA programming guide's tables); a device's own attributes win when
@@ -41,15 +43,21 @@ inline constexpr uint32_t k_reserved_shared_bytes_per_block = 1024;
 std::span<const ArchInfo> known_archs();
 const ArchInfo* find_arch(uint32_t sm);
 
+// An NVIDIA target ("cuda:90a": sm and suffix) or an AMD one ("hip:gfx90a":
+// processor). The NVIDIA accessors below are for NVIDIA targets only, the
+// AMD ones for AMD targets only; pipelines check the vendor first.
 struct Target {
   Vendor vendor = Vendor::nvidia;
   uint32_t sm = 0;
   char suffix = '\0';  // '\0', 'a' (arch-specific) or 'f' (family-specific)
+  std::string processor;  // AMD: "gfx90a"
 
-  std::string canonical() const;     // "cuda:90a"
+  bool is_amd() const { return vendor == Vendor::amd; }
+  std::string canonical() const;     // "cuda:90a", "hip:gfx90a"
   std::string sm_name() const;       // "sm_90a", for ptxas / nvJitLink
   std::string compute_name() const;  // "compute_90a", for NVRTC's PTX output
-  const ArchInfo& arch() const;      // always valid for a parsed Target
+  const ArchInfo& arch() const;      // valid for a parsed NVIDIA Target
+  const AmdArchInfo& amd_arch() const;  // valid for a parsed AMD Target
   bool operator==(const Target&) const = default;
 };
 
@@ -76,13 +84,14 @@ LlvmCodegenPlan llvm_codegen_plan(const Target& target);
 // The newest PTX ISA LLVM 19's NVPTX back end writes.
 inline constexpr std::string_view k_llvm_max_ptx_feature = "+ptx85";
 
-// Accepts "cuda:90", "cuda:90a", "cuda:100f" and the aliases "sm_90a".
+// Accepts "cuda:90", "cuda:90a", "cuda:100f" and the alias "sm_90a"; and
+// "hip:gfx90a" with the alias "gfx90a".
 // An unknown architecture or suffix is invalid_argument listing the known ones.
 Result<Target> parse_target(std::string_view text);
 
 // "cuda:75, cuda:80, ..., cuda:90a, ..." for error messages: the given SM
 // numbers with the suffixes the table knows for them, or every known target.
 std::string describe_targets(std::span<const uint32_t> sms);
-std::string describe_known_targets();
+std::string describe_known_targets();  // NVIDIA's and AMD's
 
 }  // namespace kjit
