@@ -10,6 +10,8 @@ packages=(
   libssl-dev openssl libgtest-dev libgmock-dev
   llvm-19-dev libhiredis-dev libxxhash-dev redis-server
   clang-19 libclang-rt-19-dev libseccomp-dev prometheus-cpp-dev
+  libamdhip64-dev libamd-comgr-dev rocm-device-libs libmsgpack-cxx-dev
+  liblld-19-dev lld-19 clang-tools-19
 )
 
 missing=()

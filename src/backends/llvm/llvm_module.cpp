@@ -45,6 +45,11 @@ void initialize_llvm_once() {
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    LLVMInitializeAMDGPUTargetInfo();
+    LLVMInitializeAMDGPUTarget();
+    LLVMInitializeAMDGPUTargetMC();
+    LLVMInitializeAMDGPUAsmPrinter();
+    LLVMInitializeAMDGPUAsmParser();  // inline asm in an object file
     // Lets RunSafely turn crashes and report_fatal_error into a return.
     llvm::CrashRecoveryContext::Enable();
     llvm::install_fatal_error_handler(remember_fatal_error);
@@ -74,6 +79,13 @@ Result<std::string> normalize_module_triple(std::string_view module_triple, std:
   llvm::Triple given(llvm::Triple::normalize(llvm::StringRef(module_triple.data(), module_triple.size())));
   const std::string in = "LLVM IR in " + std::string(name) + " targets '" + std::string(module_triple) + "'";
   auto refuse = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, in + ", " + why); };
+  // An AMDGPU target takes modules for amdgcn under the HSA runtime or no OS.
+  if (llvm::Triple(triple).getArch() == llvm::Triple::amdgcn) {
+    if (given.getArch() == llvm::Triple::amdgcn &&
+        (given.getOS() == llvm::Triple::AMDHSA || given.getOS() == llvm::Triple::UnknownOS))
+      return triple;
+    return refuse("not AMDGPU for the HSA runtime; send IR for " + triple + " (or no triple)");
+  }
   if (given.getArch() == llvm::Triple::nvptx) {
     return refuse(
         "32-bit NVPTX: the CUDA driver of a 64-bit host loads only 64-bit device code, and libdevice is 64-bit; "
