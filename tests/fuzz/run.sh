@@ -15,7 +15,7 @@ build=${1:-$here/../../build-fuzz}
 build=$(cd "$build" && pwd) || exit 2
 seconds=${FUZZ_SECONDS:-20}
 jobs=${FUZZ_JOBS:-$(nproc)}
-targets=(cubin_reader ptx_reader cache_entry worker_protocol daemon_config compile_request include_lexer)
+targets=(cubin_reader hsaco_reader ptx_reader cache_entry worker_protocol daemon_config compile_request include_lexer)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kjit-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
