@@ -49,7 +49,8 @@ inline constexpr std::string_view k_entry_magic = "KJITCACH";
 // has its own namespace (the disk tier's v<N> directory, the Redis tier's
 // key prefix), so kjit versions sharing a cache never see each other's
 // entries; one that still does (a damaged header) is treated as corrupt.
-inline constexpr uint32_t k_entry_format_version = 2;
+// 3: AMD code objects (artifact kind hsaco, SGPRs and wavefront size).
+inline constexpr uint32_t k_entry_format_version = 3;
 // Size of the fixed part of the header, before the key bytes.
 inline constexpr size_t k_entry_header_bytes = 64;
 // Bounds checked before anything is allocated, so a damaged size field can

@@ -4,6 +4,7 @@
 
 #include "convert/wire_convert.h"
 #include "pipeline/compile_options.h"
+#include "pipeline/hip_options.h"
 
 namespace kjit {
 namespace {
@@ -29,6 +30,7 @@ std::string display_name(const std::string& given, InputKind kind) {
       case InputKind::ptx: name = "input.ptx"; break;
       case InputKind::llvm_ir: name = "input.ll"; break;
       case InputKind::llvm_bitcode: name = "input.bc"; break;
+      case InputKind::hip_source: name = "input.hip"; break;
       default: name = "input.cu"; break;
     }
   }
@@ -47,7 +49,7 @@ std::string display_name(const std::string& given, InputKind kind) {
 Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config) {
   CompileJob job;
   std::optional<InputKind> kind = from_proto(request.input().kind());
-  if (!kind) return invalid("input.kind is required: cuda-source, ptx, llvm-ir or llvm-bitcode");
+  if (!kind) return invalid("input.kind is required: cuda-source, ptx, llvm-ir, llvm-bitcode or hip-source");
   job.input_kind = *kind;
 
   const std::string& data = request.input().data();
@@ -69,16 +71,22 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
                                                          " options; the daemon's limit is " +
                                                          std::to_string(config.max_options) + " (limits.max_options)");
   std::vector<std::string> options(request.options().begin(), request.options().end());
-  Result<CheckedOptions> checked = check_options(job.input_kind, options);
-  if (!checked) return checked.error();
-  job.options = std::move(checked->normalized);
+  if (job.target.is_amd()) {
+    Result<HipOptions> checked = check_hip_options(job.input_kind, options, job.target.amd_arch());
+    if (!checked) return checked.error();
+    job.options = std::move(checked->normalized);
+  } else {
+    Result<CheckedOptions> checked = check_options(job.input_kind, options);
+    if (!checked) return checked.error();
+    job.options = std::move(checked->normalized);
+  }
+  const bool source = job.input_kind == InputKind::cuda_source || job.input_kind == InputKind::hip_source;
 
   if (static_cast<uint64_t>(request.headers_size()) > config.max_headers)
     return make_error(ErrorCode::resource_exhausted, std::to_string(request.headers_size()) +
                                                          " headers; the daemon's limit is " +
                                                          std::to_string(config.max_headers) + " (limits.max_headers)");
-  if (job.input_kind != InputKind::cuda_source && request.headers_size() > 0)
-    return invalid("headers apply to CUDA C++ source only");
+  if (!source && request.headers_size() > 0) return invalid("headers apply to CUDA C++ and HIP source only");
   uint64_t header_bytes = 0;
   for (const auto& [name, content] : request.headers()) {
     if (name.empty() || has_nul(name)) return invalid("a header has an empty or malformed name");
@@ -92,8 +100,8 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
   if (static_cast<uint64_t>(request.name_expressions_size()) > config.max_name_expressions)
     return make_error(ErrorCode::resource_exhausted, "too many name expressions; the daemon's limit is " +
                                                          std::to_string(config.max_name_expressions));
-  if (job.input_kind != InputKind::cuda_source && request.name_expressions_size() > 0)
-    return invalid("name expressions apply to CUDA C++ source only");
+  if (!source && request.name_expressions_size() > 0)
+    return invalid("name expressions apply to CUDA C++ and HIP source only");
   for (const std::string& expression : request.name_expressions()) {
     if (expression.empty() || has_nul(expression)) return invalid("a name expression is empty or malformed");
     job.name_expressions.push_back(expression);
@@ -102,16 +110,25 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
   // FATBIN and several targets take the fatbin path (fatbin_compile.h); a
   // job is one artifact for one target.
   if (request.targets_size() > 0) return invalid("targets name a fatbin's parts; a single compile takes target");
-  if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_CUBIN &&
-      request.artifact() != v1::ARTIFACT_KIND_PTX)
-    return invalid("artifact " + std::to_string(request.artifact()) + " is not CUBIN or PTX");
-  job.wanted = from_proto(request.artifact());
+  if (job.target.is_amd()) {
+    // A hip: target gets a code object; UNSPECIFIED means HSACO.
+    if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_HSACO)
+      return invalid("artifact " + std::to_string(request.artifact()) + " is not HSACO, what " +
+                     job.target.canonical() + " gets");
+    job.wanted = ArtifactKind::hsaco;
+  } else {
+    if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_CUBIN &&
+        request.artifact() != v1::ARTIFACT_KIND_PTX)
+      return invalid("artifact " + std::to_string(request.artifact()) + " is not CUBIN or PTX");
+    job.wanted = from_proto(request.artifact());
+  }
   job.pipeline = request.pipeline();
   if (static_cast<uint64_t>(request.pass_args_size()) > config.max_options)
     return make_error(ErrorCode::resource_exhausted, "too many pass arguments; the daemon's limit is " +
                                                          std::to_string(config.max_options) + " (limits.max_options)");
   for (const auto& [key, value] : request.pass_args()) job.pass_args[key] = value;
   job.allow_ptx_fallback = request.allow_ptx_fallback();
+  if (job.allow_ptx_fallback && job.target.is_amd()) return invalid("allow_ptx_fallback applies to cuda: targets only");
   return job;
 }
 

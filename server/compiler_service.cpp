@@ -167,11 +167,14 @@ grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServer
     auto fail = [&](const Error& error) { return to_grpc_status(error, *context); };
     std::optional<InputKind> input = from_proto(request->input_kind());
     if (!input) return fail(make_error(ErrorCode::invalid_argument, "input_kind is required"));
+    Vendor vendor = Vendor::nvidia;  // the default pipelines are chosen by the target's vendor
     if (!request->target().empty()) {
-      if (Result<Target> target = parse_target(request->target()); !target) return fail(target.error());
+      Result<Target> target = parse_target(request->target());
+      if (!target) return fail(target.error());
+      vendor = target->vendor;
     }
     const CompilePipeline& pipelines = compiler_->pipeline();
-    Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline());
+    Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline(), vendor);
     if (!pipeline) return fail(pipeline.error());
     response->set_name(pipeline->name);
     response->set_toml(pipeline_to_toml(*pipeline));

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "backends/bundle/offload_bundle.h"
 #include "backends/nvfatbin/fatbin_builder.h"
 #include "backends/nvfatbin/nvfatbin_api.h"
 #include "convert/wire_convert.h"
@@ -35,10 +36,63 @@ std::string combined_source(const std::vector<Result<CompileOutcome>>& outcomes)
   return "mixed";
 }
 
+// One part's entry, notes, log and timing in the response.
+void add_part(const CompileJob& job, const Artifact& artifact, const CompileOutcome& outcome,
+              v1::CompileResponse& response) {
+  v1::FatbinEntry* entry = response.add_entries();
+  entry->set_target(artifact.target);
+  entry->set_kind(to_proto(artifact.kind));
+  entry->set_size(artifact.bytes.size());
+  entry->set_cache(std::string(to_string(outcome.source)));
+  entry->set_key(artifact.key);
+  entry->set_toolkit(artifact.toolkit);
+  for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *entry->add_kernels());
+  for (const std::string& note : artifact.notes) {
+    entry->add_notes(note);
+    response.add_notes(part_name(job) + ": " + note);
+  }
+  if (!artifact.log.empty()) response.mutable_log()->append("== " + part_name(job) + "\n" + artifact.log);
+  double part_ms = 0;
+  for (const StageTiming& timing : outcome.timings) part_ms += timing.ms;
+  v1::StageTiming* timing = response.add_timings();
+  timing->set_stage(part_name(job));
+  timing->set_ms(part_ms);
+  for (const auto& [expression, lowered] : artifact.lowered_names)
+    (*response.mutable_lowered_names())[expression] = lowered;
+}
+
+// hip: targets: the code objects in one clang offload bundle.
+Status to_bundle_response(const std::vector<CompileJob>& jobs, const std::vector<Result<CompileOutcome>>& outcomes,
+                          v1::CompileResponse& response) {
+  std::vector<BundleEntry> entries;
+  std::string targets_text;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Artifact& artifact = *outcomes[i]->artifact;
+    add_part(jobs[i], artifact, *outcomes[i], response);
+    // The code objects carry no target features (xnack, sramecc), so the
+    // bare processor matches every variant of it.
+    entries.push_back({hip_bundle_id("amdgcn-amd-amdhsa--" + jobs[i].target.processor), artifact.bytes});
+    targets_text += (targets_text.empty() ? "" : ",") + artifact.target;
+  }
+  auto start = std::chrono::steady_clock::now();
+  Result<std::string> bundle = write_offload_bundle(entries);
+  if (!bundle) return make_error(ErrorCode::internal, "the code-object bundle: " + bundle.error().message);
+  v1::StageTiming* timing = response.add_timings();
+  timing->set_stage("offload-bundle");
+  timing->set_ms(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  response.set_artifact(std::move(*bundle));
+  response.set_artifact_kind(v1::ARTIFACT_KIND_HIP_BUNDLE);
+  response.set_target(targets_text);
+  response.set_cache(combined_source(outcomes));
+  response.add_notes("code objects combined into a clang offload bundle (hipModuleLoadData loads it)");
+  return Ok{};
+}
+
 }  // namespace
 
 bool wants_fatbin(const v1::CompileRequest& request) {
-  return request.targets_size() > 0 || request.artifact() == v1::ARTIFACT_KIND_FATBIN;
+  return request.targets_size() > 0 || request.artifact() == v1::ARTIFACT_KIND_FATBIN ||
+         request.artifact() == v1::ARTIFACT_KIND_HIP_BUNDLE;
 }
 
 Result<std::vector<Target>> fatbin_targets(const v1::CompileRequest& request) {
@@ -71,14 +125,32 @@ Target fatbin_ptx_target(const std::vector<Target>& targets) {
 }
 
 Result<std::vector<CompileJob>> to_fatbin_jobs(const v1::CompileRequest& request, const DaemonConfig& config) {
-  if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_FATBIN)
-    return invalid("a request with several targets is answered with a fatbin: leave artifact unset or FATBIN");
   Result<std::vector<Target>> targets = fatbin_targets(request);
   if (!targets) return targets.error();
-
+  const bool amd = targets->front().is_amd();
+  for (const Target& target : *targets)
+    if (target.is_amd() != amd)
+      return invalid("targets " + targets->front().canonical() + " and " + target.canonical() +
+                     " are of two vendors; one request builds one fatbin or one code-object bundle");
   v1::CompileRequest part = request;
   part.clear_targets();
   std::vector<CompileJob> jobs;
+  if (amd) {
+    if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_HIP_BUNDLE)
+      return invalid("a request with several hip: targets is answered with a code-object bundle: leave artifact "
+                     "unset or HIP_BUNDLE");
+    for (const Target& target : *targets) {
+      part.set_target(target.canonical());
+      part.set_artifact(v1::ARTIFACT_KIND_HSACO);
+      Result<CompileJob> job = to_compile_job(part, config);
+      if (!job) return job.error();
+      jobs.push_back(std::move(*job));
+    }
+    return jobs;
+  }
+  if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_FATBIN)
+    return invalid("a request with several targets is answered with a fatbin: leave artifact unset or FATBIN");
+
   for (const Target& target : *targets) {
     part.set_target(target.canonical());
     part.set_artifact(v1::ARTIFACT_KIND_CUBIN);
@@ -112,6 +184,8 @@ Status to_fatbin_response(const std::vector<CompileJob>& jobs, const std::vector
                       first_error->log);
   }
 
+  if (jobs.front().target.is_amd()) return to_bundle_response(jobs, outcomes, response);
+
   const RoutedToolkit* fatbin_toolkit = toolkits.fatbin_toolkit();
   if (!fatbin_toolkit)
     return make_error(ErrorCode::failed_precondition,
@@ -128,28 +202,8 @@ Status to_fatbin_response(const std::vector<CompileJob>& jobs, const std::vector
     part.identifier = jobs[i].input_name + "@" + part.arch;
     part.data = artifact.bytes;
     parts.push_back(part);
-
-    v1::FatbinEntry* entry = response.add_entries();
-    entry->set_target(artifact.target);
-    entry->set_kind(to_proto(artifact.kind));
-    entry->set_size(artifact.bytes.size());
-    entry->set_cache(std::string(to_string(outcomes[i]->source)));
-    entry->set_key(artifact.key);
-    entry->set_toolkit(artifact.toolkit);
-    for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *entry->add_kernels());
-    for (const std::string& note : artifact.notes) {
-      entry->add_notes(note);
-      response.add_notes(part_name(jobs[i]) + ": " + note);
-    }
-    if (!artifact.log.empty()) response.mutable_log()->append("== " + part_name(jobs[i]) + "\n" + artifact.log);
-    double part_ms = 0;
-    for (const StageTiming& timing : outcomes[i]->timings) part_ms += timing.ms;
-    v1::StageTiming* timing = response.add_timings();
-    timing->set_stage(part_name(jobs[i]));
-    timing->set_ms(part_ms);
+    add_part(jobs[i], artifact, *outcomes[i], response);
     if (jobs[i].wanted != ArtifactKind::ptx) targets_text += (targets_text.empty() ? "" : ",") + artifact.target;
-    for (const auto& [expression, lowered] : artifact.lowered_names)
-      (*response.mutable_lowered_names())[expression] = lowered;
   }
 
   auto start = std::chrono::steady_clock::now();

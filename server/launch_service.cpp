@@ -11,6 +11,7 @@
 #include "target/fatbin_choice.h"
 #include "convert/wire_convert.h"
 #include "kjit/kernel_args.h"
+#include "launch/hip_launch_plan.h"
 #include "launch/plan_executor.h"
 #include "server/launch_translation.h"
 #include "metadata/ptx_reader.h"
@@ -60,6 +61,22 @@ static Result<v1::CompileRequest> part_for_device(const v1::CompileRequest& requ
   if (!wants_fatbin(request)) return request;
   Result<std::vector<Target>> targets = fatbin_targets(request);
   if (!targets) return targets.error();
+  if (targets->front().is_amd()) {
+    // A code-object bundle: the part whose processor is the device's.
+    if (!device || !device->is_amd())
+      return make_error(ErrorCode::invalid_argument,
+                        "a request with several hip: targets is planned for the GPU that loads it: name it with "
+                        "device_target (kjit plan --device-target hip:gfxNNN)");
+    if (std::find(targets->begin(), targets->end(), *device) == targets->end())
+      return make_error(ErrorCode::failed_precondition, "no part of the code-object bundle loads on " +
+                                                            device->canonical() + ": the request names no such target");
+    v1::CompileRequest part = request;
+    part.clear_targets();
+    part.set_target(device->canonical());
+    part.set_artifact(v1::ARTIFACT_KIND_HSACO);
+    chosen = "the bundle's " + device->canonical() + " code object is what that GPU loads";
+    return part;
+  }
   if (!device)
     return make_error(ErrorCode::invalid_argument,
                       "a request with several targets is planned for the GPU that loads it: name it with "
@@ -170,6 +187,15 @@ grpc::Status LaunchService::PlanLaunch(grpc::ServerContext* context, const v1::P
     if (!kernel) return to_grpc_status(kernel.error(), *context);
     Result<Target> target = parse_target(kernel->artifact->target);
     if (!target) return to_grpc_status(target.error(), *context);
+    if (target->is_amd()) {
+      Result<LaunchPlan> plan = plan_hip_launch(kernel->info, target->amd_arch(), from_proto(request->config()));
+      if (!plan) return to_grpc_status(plan.error(), *context);
+      if (!kernel->chosen_part.empty()) plan->notes.insert(plan->notes.begin(), kernel->chosen_part);
+      to_proto(*plan, false, *response->mutable_plan());
+      to_proto(kernel->info, *response->mutable_kernel());
+      response->set_key(kernel->artifact->key);
+      return grpc::Status::OK;
+    }
     // A fatbin's part runs on a GPU that may be newer than the part's target:
     // the plan is checked against that GPU's limits.
     if (kernel->device) target = *kernel->device;
@@ -210,6 +236,12 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
     if (!kernel) return to_grpc_status(kernel.error(), *context);
     Result<Target> target = parse_target(kernel->artifact->target);
     if (!target) return to_grpc_status(target.error(), *context);
+    if (target->is_amd())
+      return to_grpc_status(make_error(ErrorCode::failed_precondition,
+                                       "launching a " + target->canonical() +
+                                           " code object needs an AMD GPU; this daemon launches through the CUDA "
+                                           "driver (kjit plan gives the HIP launch plan)"),
+                            *context);
     if (kernel->device) target = *kernel->device;
 
     std::lock_guard lock(device_mutex_);

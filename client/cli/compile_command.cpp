@@ -29,6 +29,7 @@ std::optional<InputKind> kind_of(const CompileArgs& args) {
   std::string ext = std::filesystem::path(args.file).extension().string();
   if (ext == ".cu" || ext == ".cuh") return InputKind::cuda_source;
   if (ext == ".ptx") return InputKind::ptx;
+  if (ext == ".hip") return InputKind::hip_source;
   if (ext == ".ll") return InputKind::llvm_ir;
   if (ext == ".bc") return InputKind::llvm_bitcode;
   return std::nullopt;
@@ -38,19 +39,23 @@ std::optional<InputKind> kind_of(const CompileArgs& args) {
 }  // namespace
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
-  CLI::App* cmd = app.add_subcommand("compile", "compile CUDA C++ (.cu), PTX (.ptx) or LLVM IR (.ll, .bc) to a cubin");
-  cmd->add_option("file", args.file, "input file (.cu, .ptx, .ll, .bc)")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "compile", "compile CUDA C++ (.cu), PTX (.ptx) or LLVM IR (.ll, .bc) to a cubin, or HIP (.hip) or LLVM IR to an "
+                 "AMD code object (hsaco) for a hip: target");
+  cmd->add_option("file", args.file, "input file (.cu, .hip, .ptx, .ll, .bc)")->required();
   cmd->add_option("--target,-t", args.target,
-                  "target, e.g. cuda:90 (default: the daemon's); several, comma-separated, give a fatbin: "
-                  "cuda:80,cuda:90,cuda:100");
-  cmd->add_option("-o,--output", args.output, "output file (default: <input stem>.cubin, .ptx or .fatbin)");
+                  "target, e.g. cuda:90 or hip:gfx90a (default: the daemon's); several, comma-separated, give a "
+                  "fatbin (cuda:80,cuda:90,cuda:100) or a code-object bundle (hip:gfx90a,hip:gfx942)");
+  cmd->add_option("-o,--output", args.output,
+                  "output file (default: <input stem>.cubin, .ptx, .fatbin, .hsaco or .hip-bundle)");
   cmd->add_flag("--ptx", args.ptx, "stop at PTX");
   cmd->add_flag("--json", args.json, "print the response's metadata as one JSON object");
   cmd->add_option("-I,--include-dir", args.include_dirs, "search DIR for included headers (sent with the request)");
   cmd->add_option("-D,--define", args.defines, "define a macro: NAME or NAME=VALUE");
   cmd->add_option("--name-expr", args.name_expressions, "a template instantiation to compile, e.g. 'scale<float>'");
   cmd->add_option("--option,-X", args.options, "a compiler option to pass, e.g. -X=-lineinfo");
-  cmd->add_option("--kind", args.kind, "input kind when the extension does not say: cuda-source, ptx, llvm-ir, llvm-bitcode");
+  cmd->add_option("--kind", args.kind,
+                  "input kind when the extension does not say: cuda-source, hip-source, ptx, llvm-ir, llvm-bitcode");
   cmd->add_option("--pipeline", args.pipeline, "a named pipeline from the daemon's configuration or a plugin");
   cmd->add_option("--pass-arg", args.pass_args, "a pass argument PASS.KEY=VALUE, e.g. llvm-passes.pipeline=default<O2>");
   cmd->add_flag("--allow-ptx-fallback", args.allow_ptx_fallback,
@@ -62,7 +67,7 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
   auto usage = [](std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); };
   std::optional<InputKind> kind = kind_of(args);
   if (!kind)
-    return usage("cannot tell the input kind of '" + args.file + "': use a .cu, .ptx, .ll or .bc file, or --kind");
+    return usage("cannot tell the input kind of '" + args.file + "': use a .cu, .hip, .ptx, .ll or .bc file, or --kind");
   if (args.ptx && *kind == InputKind::ptx) return usage("--ptx: the input is PTX already");
   std::optional<std::string> source = read_file(args.file);
   if (!source) return usage("cannot read " + args.file);
@@ -81,7 +86,9 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
       if (target.empty()) return usage("--target '" + args.target + "' has an empty entry");
       request.targets.push_back(target);
     }
-    request.artifact = ArtifactKind::fatbin;
+    // Several targets: a fatbin for cuda: ones, a code-object bundle for
+    // hip: ones; the daemon picks by vendor.
+    request.artifact = ArtifactKind::cubin;
   }
   request.name_expressions = args.name_expressions;
   request.pipeline = args.pipeline;
@@ -94,7 +101,7 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
   for (const std::string& define : args.defines) request.options.push_back("-D" + define);
   request.options.insert(request.options.end(), args.options.begin(), args.options.end());
 
-  if (*kind == InputKind::cuda_source) {
+  if (*kind == InputKind::cuda_source || *kind == InputKind::hip_source) {
     std::vector<std::filesystem::path> dirs(args.include_dirs.begin(), args.include_dirs.end());
     Result<ResolvedHeaders> headers = resolve_includes(args.file, request.input, dirs);
     if (!headers) return usage(headers.error().message);
@@ -103,7 +110,7 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
     // Includes that reach outside the source's tree are renamed on the way.
     request.input = std::move(headers->source);
   } else if (!args.include_dirs.empty()) {
-    return usage("-I applies to CUDA C++ input only");
+    return usage("-I applies to CUDA C++ and HIP input only");
   }
   return request;
 }

@@ -19,6 +19,8 @@ nlohmann::json kernel_to_json(const KernelInfo& kernel) {
       {"max_registers", kernel.max_registers},
       {"param_bytes", kernel.param_bytes},
       {"max_cluster_rank", kernel.max_cluster_rank},
+      {"scalar_registers", kernel.scalar_registers},
+      {"wavefront_size", kernel.wavefront_size},
   };
 }
 

@@ -32,9 +32,10 @@ std::optional<Dim3> parse_dims(const std::string& text) {
 }
 
 void add_shape_options(CLI::App* cmd, LaunchArgsCli& args) {
-  cmd->add_option("file", args.compile.file, "kernel source: .cu, .ptx, .ll, .bc");
+  cmd->add_option("file", args.compile.file, "kernel source: .cu, .hip, .ptx, .ll, .bc");
   cmd->add_option("--key", args.key, "a cache key instead of a file");
-  cmd->add_option("--target,-t", args.compile.target, "target, e.g. cuda:90; several, comma-separated, for a fatbin");
+  cmd->add_option("--target,-t", args.compile.target,
+                  "target, e.g. cuda:90 or hip:gfx90a; several, comma-separated, for a fatbin or a code-object bundle");
   cmd->add_option("--device-target", args.device_target,
                   "with several targets: the GPU to plan for, e.g. cuda:100 (default: the daemon's GPU)");
   cmd->add_option("--kernel,-k", args.kernel, "kernel name (source-level or lowered)")->required();

@@ -11,8 +11,8 @@ CLI::App* add_pipeline_command(CLI::App& app, PipelineShowArgs& args, CLI::App**
   CLI::App* cmd = app.add_subcommand("pipeline", "inspect the daemon's pipelines");
   cmd->require_subcommand(1);
   *show = cmd->add_subcommand("show", "print the effective pipeline for an input kind, as TOML");
-  (*show)->add_option("--input", args.input, "cuda-source, ptx, llvm-ir, llvm-bitcode");
-  (*show)->add_option("--target,-t", args.target, "target, e.g. cuda:90");
+  (*show)->add_option("--input", args.input, "cuda-source, hip-source, ptx, llvm-ir, llvm-bitcode");
+  (*show)->add_option("--target,-t", args.target, "target, e.g. cuda:90 or hip:gfx90a: its vendor picks the default pipeline");
   (*show)->add_option("--pipeline", args.pipeline, "a named pipeline (default: the input's default)");
   return cmd;
 }

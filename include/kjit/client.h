@@ -38,7 +38,7 @@ struct FatbinEntry {
   uint64_t size = 0;
   std::string cache;    // where the part came from: "memory", "disk", "redis" or "compiled"
   std::string key;      // the part's own cache key
-  std::string toolkit;  // the CUDA toolkit that built it
+  std::string toolkit;  // what built it (CUDA toolkit, HIPRTC or LLVM)
   std::vector<KernelInfo> kernels;
   std::vector<std::string> notes;
 };
@@ -57,7 +57,7 @@ struct CompileResult {
   std::string pipeline;                      // the pipeline that ran
   std::vector<std::string> notes;
   std::string cache;  // "memory", "disk", "redis", "compiled" or "joined" (shared another request's compile)
-  std::string toolkit;               // the CUDA toolkit that built the artifact, "13.5 (local: /path)"
+  std::string toolkit;               // what built the artifact: "13.5 (local: /path)" (CUDA), "LLVM 19.1.7 + lld" (hip:)
   std::vector<FatbinEntry> entries;  // a fatbin's parts
 };
 

@@ -33,7 +33,8 @@ typedef struct kjit_pass_arg {
 } kjit_pass_arg;
 
 /* What a pass sees. `ir` is not NUL-terminated; `ir_kind` is one of
- * "cuda-source", "ptx", "llvm", "cubin"; `target` is canonical ("cuda:90"). */
+ * "cuda-source", "ptx", "llvm", "cubin", and for AMD pipelines "hip-source",
+ * "amdgcn-object", "hsaco"; `target` is canonical ("cuda:90", "hip:gfx90a"). */
 typedef struct kjit_pass_input {
   const char* ir;
   size_t ir_size;

@@ -13,7 +13,10 @@ namespace kjit {
 enum class InputKind { cuda_source, ptx, llvm_ir, llvm_bitcode, hip_source };
 // fatbin: several targets' cubins and PTX in one file, the answer to a
 // request with several targets; never a cache entry of its own.
-enum class ArtifactKind { cubin, ptx, fatbin };
+// hsaco: an AMD GPU code object (ELF). hip_bundle: several gfx targets'
+// code objects in one clang offload bundle, the AMD answer to a request with
+// several targets; like fatbin, never a cache entry of its own.
+enum class ArtifactKind { cubin, ptx, fatbin, hsaco, hip_bundle };
 
 // Spellings used on the command line, in JSON and in logs ("cuda-source").
 std::string_view to_string(InputKind kind);
@@ -33,15 +36,18 @@ struct KernelInfo {
   std::string name;           // source-level name: "vector_add", "scale<float>"
   std::string lowered_name;   // the symbol in the binary, as given to cuModuleGetFunction
   uint32_t registers = 0;     // per thread
-  uint32_t static_shared_bytes = 0;   // as ptxas reports it (-Xptxas -v)
+  uint32_t static_shared_bytes = 0;   // as ptxas reports it (-Xptxas -v); AMD: group segment (LDS)
   uint32_t shared_section_bytes = 0;  // size of .nv.shared.<kernel>; larger on sm_90+
-  uint32_t local_bytes = 0;           // per-thread stack frame
-  uint32_t max_threads_per_block = 0; // __launch_bounds__ / .maxntid
+  uint32_t local_bytes = 0;           // per-thread stack frame; AMD: private segment
+  uint32_t max_threads_per_block = 0; // __launch_bounds__ / .maxntid; AMD: max flat workgroup size
   Dim3 required_threads;              // .reqntid
   Dim3 cluster_dims;                  // __cluster_dims__ / .reqnctapercluster
   uint32_t max_registers = 0;         // .maxnreg / maxrregcount
-  uint32_t param_bytes = 0;           // size of the kernel parameter buffer
+  uint32_t param_bytes = 0;           // size of the kernel parameter buffer; AMD: kernarg segment
   uint32_t max_cluster_rank = 0;      // .maxclusterrank: blocks a cluster may have at most
+  // AMD code objects only (hsaco): `registers` holds the VGPRs, these the rest.
+  uint32_t scalar_registers = 0;      // SGPRs per wavefront
+  uint32_t wavefront_size = 0;        // 32 or 64
   bool operator==(const KernelInfo&) const = default;
 };
 

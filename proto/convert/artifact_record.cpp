@@ -24,6 +24,8 @@ void to_record(const KernelInfo& kernel, internal::Kernel& out) {
   out.set_max_registers(kernel.max_registers);
   out.set_param_bytes(kernel.param_bytes);
   out.set_max_cluster_rank(kernel.max_cluster_rank);
+  out.set_scalar_registers(kernel.scalar_registers);
+  out.set_wavefront_size(kernel.wavefront_size);
 }
 
 KernelInfo from_record(internal::Kernel&& kernel) {
@@ -40,6 +42,8 @@ KernelInfo from_record(internal::Kernel&& kernel) {
   out.max_registers = kernel.max_registers();
   out.param_bytes = kernel.param_bytes();
   out.max_cluster_rank = kernel.max_cluster_rank();
+  out.scalar_registers = kernel.scalar_registers();
+  out.wavefront_size = kernel.wavefront_size();
   return out;
 }
 

@@ -28,6 +28,8 @@ v1::ArtifactKind to_proto(ArtifactKind kind) {
   switch (kind) {
     case ArtifactKind::ptx: return v1::ARTIFACT_KIND_PTX;
     case ArtifactKind::fatbin: return v1::ARTIFACT_KIND_FATBIN;
+    case ArtifactKind::hsaco: return v1::ARTIFACT_KIND_HSACO;
+    case ArtifactKind::hip_bundle: return v1::ARTIFACT_KIND_HIP_BUNDLE;
     case ArtifactKind::cubin: break;
   }
   return v1::ARTIFACT_KIND_CUBIN;
@@ -37,6 +39,8 @@ ArtifactKind from_proto(v1::ArtifactKind kind) {
   switch (kind) {
     case v1::ARTIFACT_KIND_PTX: return ArtifactKind::ptx;
     case v1::ARTIFACT_KIND_FATBIN: return ArtifactKind::fatbin;
+    case v1::ARTIFACT_KIND_HSACO: return ArtifactKind::hsaco;
+    case v1::ARTIFACT_KIND_HIP_BUNDLE: return ArtifactKind::hip_bundle;
     default: return ArtifactKind::cubin;
   }
 }
@@ -62,6 +66,8 @@ void to_proto(const KernelInfo& info, v1::KernelInfo& out) {
   out.set_max_registers(info.max_registers);
   out.set_param_bytes(info.param_bytes);
   out.set_max_cluster_rank(info.max_cluster_rank);
+  out.set_scalar_registers(info.scalar_registers);
+  out.set_wavefront_size(info.wavefront_size);
 }
 
 KernelInfo from_proto(const v1::KernelInfo& info) {
@@ -78,6 +84,8 @@ KernelInfo from_proto(const v1::KernelInfo& info) {
   out.max_registers = info.max_registers();
   out.param_bytes = info.param_bytes();
   out.max_cluster_rank = info.max_cluster_rank();
+  out.scalar_registers = info.scalar_registers();
+  out.wavefront_size = info.wavefront_size();
   return out;
 }
 

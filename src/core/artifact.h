@@ -21,7 +21,7 @@ struct Artifact {
   std::vector<KeyComponent> key_components;        // what the key was derived from
   std::string pipeline;                            // the effective pipeline's name
   std::vector<std::string> notes;                  // e.g. "PTX returned: toolkit 13.0 cannot build sm_107"
-  std::string toolkit;                             // the CUDA toolkit that built it, "13.5 (local: /path)"
+  std::string toolkit;  // what built it: the CUDA toolkit, "13.5 (local: /path)"; for hip: "HIPRTC 5.2.21153 (...)" or "LLVM 19.1.7 + lld"
 };
 
 }  // namespace kjit

@@ -15,10 +15,12 @@ constexpr std::array<std::pair<InputKind, std::string_view>, 5> k_input_kinds{{
     {InputKind::hip_source, "hip-source"},
 }};
 
-constexpr std::array<std::pair<ArtifactKind, std::string_view>, 3> k_artifact_kinds{{
+constexpr std::array<std::pair<ArtifactKind, std::string_view>, 5> k_artifact_kinds{{
     {ArtifactKind::cubin, "cubin"},
     {ArtifactKind::ptx, "ptx"},
     {ArtifactKind::fatbin, "fatbin"},
+    {ArtifactKind::hsaco, "hsaco"},
+    {ArtifactKind::hip_bundle, "hip-bundle"},
 }};
 
 template <typename Table, typename Enum>

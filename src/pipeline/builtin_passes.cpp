@@ -10,7 +10,10 @@
 #include "backends/nvrtc/include_policy.h"
 #include "backends/nvrtc/nvrtc_stage.h"
 #include "backends/ptx/ptx_retarget.h"
+#include "backends/amdgpu/amdgpu_codegen.h"
+#include "pipeline/amd_passes.h"
 #include "pipeline/compile_options.h"
+#include "pipeline/hip_options.h"
 
 namespace kjit {
 namespace {
@@ -55,14 +58,20 @@ Result<PassOutput> run_nvjitlink(PassContext& ctx, std::string_view ptx) {
   return PassOutput{std::move(cubin->cubin), std::move(cubin->log)};
 }
 
-LlvmTarget llvm_target_for(const Target& target) {
+LlvmTarget llvm_target_for(const PassContext& ctx) {
+  const Target& target = ctx.job.target;
+  if (target.is_amd()) {
+    // The optimiser sees the wave size the code generator will use.
+    Result<HipOptions> options = check_hip_options(ctx.job.input_kind, ctx.job.options, target.amd_arch());
+    return LlvmTarget{std::string(k_amdgpu_triple), target.processor, options ? options->llvm_features() : ""};
+  }
   LlvmCodegenPlan plan = llvm_codegen_plan(target);
   return LlvmTarget{k_cuda_triple, plan.cpu, plan.features};
 }
 
 Result<PassOutput> run_libdevice_link(PassContext& ctx, std::string_view ir) {
   Result<LibdeviceResult> linked =
-      link_libdevice({ir, ctx.job.input_name, llvm_target_for(ctx.job.target), ctx.toolkit.libdevice_path()});
+      link_libdevice({ir, ctx.job.input_name, llvm_target_for(ctx), ctx.toolkit.libdevice_path()});
   if (!linked) return linked.error();
   return PassOutput{std::move(linked->ir), {}};
 }
@@ -70,7 +79,7 @@ Result<PassOutput> run_libdevice_link(PassContext& ctx, std::string_view ir) {
 Result<PassOutput> run_nvvm_reflect_pass(PassContext& ctx, std::string_view ir) {
   auto options = check_options(ctx.job.input_kind, ctx.job.options);
   if (!options) return options.error();
-  NvvmReflectRequest request{ir, ctx.job.input_name, llvm_target_for(ctx.job.target), std::nullopt};
+  NvvmReflectRequest request{ir, ctx.job.input_name, llvm_target_for(ctx), std::nullopt};
   for (const std::string& option : options->llvm)
     if (option.starts_with("-ftz=")) request.ftz = option == "-ftz=true";
   Result<std::string> bitcode = run_nvvm_reflect(request);
@@ -83,7 +92,7 @@ Result<PassOutput> run_llvm_passes_pass(PassContext& ctx, std::string_view ir) {
   request.ir = ir;
   request.name = ctx.job.input_name;
   if (auto it = ctx.args.find("pipeline"); it != ctx.args.end()) request.pipeline = it->second;
-  request.target = llvm_target_for(ctx.job.target);
+  request.target = llvm_target_for(ctx);
   request.pass_plugin_paths = ctx.llvm_pass_plugins;
   Result<std::string> bitcode = run_llvm_passes(request);
   if (!bitcode) return bitcode.error();
@@ -91,7 +100,7 @@ Result<PassOutput> run_llvm_passes_pass(PassContext& ctx, std::string_view ir) {
 }
 
 Result<PassOutput> run_nvptx_codegen(PassContext& ctx, std::string_view ir) {
-  Result<std::string> ptx = nvptx_codegen(ir, ctx.job.input_name, llvm_target_for(ctx.job.target));
+  Result<std::string> ptx = nvptx_codegen(ir, ctx.job.input_name, llvm_target_for(ctx));
   if (!ptx) return ptx.error();
   return PassOutput{std::move(*ptx), {}};
 }
@@ -127,6 +136,7 @@ void register_builtin_passes(PassRegistry& registry) {
   // 2: kernel bounds of both forms, cluster directives.
   registry.add({"nvptx-codegen", "2", IrKind::llvm, IrKind::ptx, {}, "builtin", run_nvptx_codegen});
   registry.add({"ptx-retarget", "1", IrKind::ptx, IrKind::ptx, {}, "builtin", run_ptx_retarget});
+  register_amd_passes(registry);
 }
 
 }  // namespace kjit

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backends/llvm/llvm_module.h"
+#include "pipeline/amd_passes.h"
 
 namespace kjit {
 namespace {
@@ -90,12 +91,15 @@ CacheKey compile_key(const KeyInputs& in) {
   }
   if (uses_pass(in.pipeline, "nvrtc")) c.push_back({"toolchain.nvrtc", in.toolkit.version()});
   if (uses_pass(in.pipeline, "nvjitlink")) c.push_back({"toolchain.nvjitlink", in.toolkit.version()});
+  const bool amd = job.target.is_amd();
   if (uses_pass(in.pipeline, "llvm") || uses_pass(in.pipeline, "nvptx") || uses_pass(in.pipeline, "nvvm") ||
-      uses_pass(in.pipeline, "libdevice")) {
+      uses_pass(in.pipeline, "libdevice") || uses_pass(in.pipeline, "amdgpu") || uses_pass(in.pipeline, "lld")) {
     c.push_back({"toolchain.llvm", llvm_version()});
     // Every module is compiled for this triple, whichever spelling it names.
-    c.push_back({"llvm.triple", k_cuda_triple});
+    if (!amd) c.push_back({"llvm.triple", k_cuda_triple});
   }
+  if (amd)
+    for (KeyComponent& component : amd_toolchain_key(in.pipeline)) c.push_back(std::move(component));
   // For every job of a pipeline that links libdevice, not only those whose
   // module calls it: which do is known only once the module is parsed, and
   // the hit path parses nothing. libdevice changes with the toolkit, which

@@ -5,6 +5,8 @@
 
 #include "backends/llvm/llvm_optimizer.h"
 #include "metadata/cubin_reader.h"
+#include "metadata/hsaco_reader.h"
+#include "pipeline/amd_passes.h"
 #include "pipeline/builtin_passes.h"
 #include "pipeline/compile_key.h"
 #include "pipeline/default_pipelines.h"
@@ -116,12 +118,19 @@ std::vector<std::string> CompilePipeline::pipeline_names() const {
   return names;
 }
 
+Result<std::string> CompilePipeline::pipeline_name_for(InputKind input, const std::string& name, Vendor vendor) const {
+  if (!name.empty()) return name;
+  if (const PipelineSpec* p = default_pipeline_for(input, vendor)) return p->name;
+  Vendor other = vendor == Vendor::amd ? Vendor::nvidia : Vendor::amd;
+  if (default_pipeline_for(input, other))
+    return make_error(ErrorCode::invalid_argument, std::string(to_string(input)) + " input builds only for " +
+                                                       std::string(to_string(other)) + " targets (" +
+                                                       (other == Vendor::amd ? "hip:gfx90a, ..." : "cuda:90, ...") +
+                                                       "), not for " + std::string(to_string(vendor)) + "'s");
+  return make_error(ErrorCode::unimplemented, "no pipeline takes " + std::string(to_string(input)) + " input yet");
+}
+
 Result<PipelineSpec> CompilePipeline::base_pipeline(InputKind input, const std::string& name) const {
-  if (name.empty()) {
-    const PipelineSpec* p = default_pipeline_for(input);
-    if (!p) return make_error(ErrorCode::unimplemented, "no pipeline takes " + std::string(to_string(input)) + " input yet");
-    return *p;
-  }
   const PipelineSpec* found = nullptr;
   for (const PipelineSpec& p : named_)
     if (p.name == name) found = &p;
@@ -140,7 +149,6 @@ Result<PipelineSpec> CompilePipeline::base_pipeline(InputKind input, const std::
 
 void CompilePipeline::resolve_all() {
   std::vector<std::string> names = pipeline_names();
-  names.push_back("");  // the default for each input
   for (InputKind input : {InputKind::cuda_source, InputKind::ptx, InputKind::llvm_ir, InputKind::llvm_bitcode,
                           InputKind::hip_source})
     for (const std::string& name : names)
@@ -148,10 +156,13 @@ void CompilePipeline::resolve_all() {
         resolved_[{input, name}] = Resolved{*pipeline, describe_for_key(*pipeline, registry_)};
 }
 
-Result<PipelineSpec> CompilePipeline::effective_pipeline(InputKind input, const std::string& name) const {
-  if (auto it = resolved_.find({input, name}); it != resolved_.end()) return it->second.pipeline;
+Result<PipelineSpec> CompilePipeline::effective_pipeline(InputKind input, const std::string& name,
+                                                          Vendor vendor) const {
+  Result<std::string> resolved_name = pipeline_name_for(input, name, vendor);
+  if (!resolved_name) return resolved_name.error();
+  if (auto it = resolved_.find({input, *resolved_name}); it != resolved_.end()) return it->second.pipeline;
   // Not resolvable (an unknown name, an input no pipeline takes): the error.
-  return apply_edits(input, name);
+  return apply_edits(input, *resolved_name);
 }
 
 Result<PipelineSpec> CompilePipeline::apply_edits(InputKind input, const std::string& name) const {
@@ -168,13 +179,21 @@ Result<PipelineSpec> CompilePipeline::apply_edits(InputKind input, const std::st
 }
 
 Result<CompilePlan> CompilePipeline::plan(const CompileJob& job) const {
-  auto resolved = resolved_.find({job.input_kind, job.pipeline});
+  Result<std::string> name = pipeline_name_for(job.input_kind, job.pipeline, job.target.vendor);
+  if (!name) return name.error();
+  auto resolved = resolved_.find({job.input_kind, *name});
   if (resolved == resolved_.end()) {
     // resolve_all() kept every pipeline that resolves: this one fails.
-    Result<PipelineSpec> failing = apply_edits(job.input_kind, job.pipeline);
+    Result<PipelineSpec> failing = apply_edits(job.input_kind, *name);
     if (!failing) return failing.error();
-    return make_error(ErrorCode::internal, "pipeline '" + job.pipeline + "' was not resolved at start-up");
+    return make_error(ErrorCode::internal, "pipeline '" + *name + "' was not resolved at start-up");
   }
+  std::optional<Vendor> builds_for = vendor_of(resolved->second.pipeline);
+  if (builds_for && *builds_for != job.target.vendor)
+    return make_error(ErrorCode::invalid_argument, "pipeline '" + *name + "' builds for " +
+                                                       std::string(to_string(*builds_for)) + " targets; " +
+                                                       job.target.canonical() + " is " +
+                                                       std::string(to_string(job.target.vendor)) + "'s");
   CompilePlan plan;
   plan.pipeline = resolved->second.pipeline;
   plan.args = plan.pipeline.args;
@@ -234,6 +253,8 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
   artifact.key = plan.key.hex;
   artifact.key_components = plan.key.components;
 
+  if (job.target.is_amd()) return run_amd(job, plan, std::move(artifact));
+
   const RoutedToolkit& routed = routing_.for_target(job.target);
   const CudaToolkit& toolkit = *routed.toolkit;
   if (has_pass(plan.pipeline, "nvrtc-compile") || has_pass(plan.pipeline, "nvjitlink-link")) artifact.toolkit = routed.describe();
@@ -285,6 +306,37 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
     for (const auto& [expression, symbol] : artifact.lowered_names)
       if (kernel.lowered_name == symbol) kernel.name = expression;
   artifact.kind = ArtifactKind::cubin;
+  artifact.bytes = std::move(run->ir);
+  return artifact;
+}
+
+Result<Artifact> CompilePipeline::run_amd(const CompileJob& job, const CompilePlan& plan, Artifact artifact) const {
+  artifact.toolkit = amd_toolchain_description(plan.pipeline);
+  std::map<std::string, std::string> lowered;
+  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_};
+  Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
+                                         ir_kind_of(job.input_kind), false);
+  if (!run) return run.error();
+  artifact.timings = std::move(run->stages);
+  artifact.log = std::move(run->log);
+  artifact.lowered_names = std::move(lowered);
+  if (run->kind != IrKind::hsaco)
+    return make_error(ErrorCode::failed_precondition, "pipeline '" + plan.pipeline.name + "' ended with " +
+                                                          std::string(to_string(run->kind)) + ", not a code object");
+  auto start = std::chrono::steady_clock::now();
+  Result<HsacoInfo> info = read_hsaco(run->ir);
+  double metadata_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  artifact.timings.push_back({"metadata", metadata_ms, {{"hsaco-reader", metadata_ms}}});
+  if (!info) return make_error(ErrorCode::internal, "the code object produced could not be read: " + info.error().message);
+  if (info->processor != job.target.processor)
+    return make_error(ErrorCode::internal, "the pipeline produced a code object for " + info->processor + " when " +
+                                               job.target.processor + " was asked for");
+  artifact.notes.push_back("code object v" + std::to_string(info->code_object_version) + " for " + info->target_id);
+  artifact.kernels = std::move(info->kernels);
+  for (KernelInfo& kernel : artifact.kernels)
+    for (const auto& [expression, symbol] : artifact.lowered_names)
+      if (kernel.lowered_name == symbol) kernel.name = expression;
+  artifact.kind = ArtifactKind::hsaco;
   artifact.bytes = std::move(run->ir);
   return artifact;
 }

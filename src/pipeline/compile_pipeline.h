@@ -45,8 +45,10 @@ class CompilePipeline {
   static Result<std::shared_ptr<const CompilePipeline>> create(std::shared_ptr<const CudaToolkit> toolkit,
                                                                PipelineSetup setup);
 
-  // The pipeline a request would run, after all edits.
-  Result<PipelineSpec> effective_pipeline(InputKind input, const std::string& name) const;
+  // The pipeline a request would run, after all edits. An empty name is the
+  // default for the input and the vendor of the request's target.
+  Result<PipelineSpec> effective_pipeline(InputKind input, const std::string& name,
+                                          Vendor vendor = Vendor::nvidia) const;
   // What a job will run and the key it caches under.
   Result<CompilePlan> plan(const CompileJob& job) const;
   Result<CacheKey> key(const CompileJob& job) const;
@@ -63,8 +65,12 @@ class CompilePipeline {
   const ToolkitRouting& toolkits() const { return routing_; }
 
  private:
+  // The name a request's pipeline resolves to: its own, or the default.
+  Result<std::string> pipeline_name_for(InputKind input, const std::string& name, Vendor vendor) const;
   Result<PipelineSpec> base_pipeline(InputKind input, const std::string& name) const;
   Result<PipelineSpec> apply_edits(InputKind input, const std::string& name) const;
+  // The rest of run() for hip: targets: a code object, read back.
+  Result<Artifact> run_amd(const CompileJob& job, const CompilePlan& plan, Artifact artifact) const;
   void resolve_all();
   Status validate() const;
 
@@ -75,7 +81,8 @@ class CompilePipeline {
   std::vector<LoadedPlugin> plugins_;
   std::vector<std::string> llvm_pass_plugins_;
   ToolkitRouting routing_;
-  // Every (input, pipeline name) a request can ask for, with its edits
+  // Every (input, pipeline name) a request can ask for (an empty name first
+  // becomes the default's, by vendor), with its edits
   // applied and its description for the key, resolved once by create():
   // pipelines and edits never change after it, and the hit path plans every
   // request.

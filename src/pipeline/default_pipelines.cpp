@@ -2,7 +2,7 @@
 
 namespace kjit {
 
-// NVIDIA pipelines. Stage: name, takes, gives, passes. Pass arguments default
+// NVIDIA pipelines, then AMD's. Stage: name, takes, gives, passes. Pass arguments default
 // here and can be set per request ("llvm-passes.pipeline=default<O2>").
 const std::vector<PipelineSpec>& default_pipelines() {
   static const std::vector<PipelineSpec> pipelines{
@@ -30,14 +30,30 @@ const std::vector<PipelineSpec>& default_pipelines() {
            {"nvjitlink", IrKind::ptx, IrKind::cubin, {"nvjitlink-link"}},
        },
        {{"llvm-passes.pipeline", "default<O3>"}}},
+      // AMD pipelines: code objects for hip: targets.
+      {"hip-amdgpu",
+       {InputKind::hip_source},
+       {
+           {"hiprtc", IrKind::hip_source, IrKind::hsaco, {"hiprtc-compile"}},
+       },
+       {}},
+      {"llvm-amdgpu",
+       {InputKind::llvm_ir, InputKind::llvm_bitcode},
+       {
+           {"llvm-opt", IrKind::llvm, IrKind::llvm, {"llvm-passes"}},
+           {"llvm-amdgpu", IrKind::llvm, IrKind::amdgcn_object, {"amdgpu-codegen"}},
+           {"lld", IrKind::amdgcn_object, IrKind::hsaco, {"lld-link"}},
+       },
+       {{"llvm-passes.pipeline", "default<O3>"}}},
   };
   return pipelines;
 }
 
-const PipelineSpec* default_pipeline_for(InputKind input) {
+const PipelineSpec* default_pipeline_for(InputKind input, Vendor vendor) {
   for (const PipelineSpec& p : default_pipelines())
-    for (InputKind i : p.inputs)
-      if (i == input) return &p;
+    if (vendor_of(p) == vendor)
+      for (InputKind i : p.inputs)
+        if (i == input) return &p;
   return nullptr;
 }
 

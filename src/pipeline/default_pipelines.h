@@ -10,7 +10,8 @@ namespace kjit {
 
 const std::vector<PipelineSpec>& default_pipelines();
 
-// The default pipeline serving `input`; nullptr when none does.
-const PipelineSpec* default_pipeline_for(InputKind input);
+// The default pipeline serving `input` for the vendor's targets; nullptr
+// when none does.
+const PipelineSpec* default_pipeline_for(InputKind input, Vendor vendor = Vendor::nvidia);
 
 }  // namespace kjit

@@ -6,11 +6,14 @@
 namespace kjit {
 namespace {
 
-constexpr std::array<std::pair<IrKind, std::string_view>, 4> k_ir_kinds{{
+constexpr std::array<std::pair<IrKind, std::string_view>, 7> k_ir_kinds{{
     {IrKind::cuda_source, "cuda-source"},
     {IrKind::ptx, "ptx"},
     {IrKind::llvm, "llvm"},
     {IrKind::cubin, "cubin"},
+    {IrKind::hip_source, "hip-source"},
+    {IrKind::amdgcn_object, "amdgcn-object"},
+    {IrKind::hsaco, "hsaco"},
 }};
 
 constexpr std::array<std::pair<EditOp, std::string_view>, 6> k_edit_ops{{
@@ -48,7 +51,7 @@ IrKind ir_kind_of(InputKind input) {
     case InputKind::ptx: return IrKind::ptx;
     case InputKind::llvm_ir:
     case InputKind::llvm_bitcode: return IrKind::llvm;
-    case InputKind::hip_source: return IrKind::cuda_source;  // no HIP pipeline yet
+    case InputKind::hip_source: return IrKind::hip_source;
   }
   return IrKind::cuda_source;
 }
@@ -63,6 +66,16 @@ std::optional<EditOp> parse_edit_op(std::string_view text) {
   for (auto [o, name] : k_edit_ops)
     if (name == text) return o;
   return std::nullopt;
+}
+
+std::optional<Vendor> vendor_of(const PipelineSpec& pipeline) {
+  if (pipeline.stages.empty()) return std::nullopt;
+  switch (pipeline.stages.back().gives) {
+    case IrKind::cubin:
+    case IrKind::ptx: return Vendor::nvidia;
+    case IrKind::hsaco: return Vendor::amd;
+    default: return std::nullopt;
+  }
 }
 
 bool has_pass(const PipelineSpec& pipeline, std::string_view pass) {

@@ -11,14 +11,18 @@
 
 #include "kjit/status.h"
 #include "kjit/types.h"
+#include "target/target.h"
 
 namespace kjit {
 
-// What flows between passes. "llvm" is LLVM IR as text or bitcode.
-enum class IrKind { cuda_source, ptx, llvm, cubin };
+// What flows between passes. "llvm" is LLVM IR as text or bitcode;
+// "amdgcn-object" an AMDGPU relocatable object, which a link makes a code
+// object ("hsaco").
+enum class IrKind { cuda_source, ptx, llvm, cubin, hip_source, amdgcn_object, hsaco };
 std::string_view to_string(IrKind kind);
 std::optional<IrKind> parse_ir_kind(std::string_view text);
 IrKind ir_kind_of(InputKind input);
+
 
 struct StageSpec {
   std::string name;
@@ -59,6 +63,11 @@ struct PipelineConfig {
 // Applies one edit. An anchor missing from the pipeline is
 // failed_precondition naming the edit's origin.
 Status apply_edit(PipelineSpec& pipeline, const PipelineEdit& edit);
+
+// Whose GPUs a pipeline builds for, from what its last stage gives: cubin or
+// PTX for NVIDIA, a code object for AMD; nullopt for a pipeline that ends
+// elsewhere (or has no stages).
+std::optional<Vendor> vendor_of(const PipelineSpec& pipeline);
 
 // True when the pipeline has a pass of that name in any stage.
 bool has_pass(const PipelineSpec& pipeline, std::string_view pass);

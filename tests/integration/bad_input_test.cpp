@@ -121,11 +121,12 @@ TEST_F(BadInputTest, IncludesThatEscapeTheRequestAreRefused) {
   ASSERT_TRUE(fails_with(result, ErrorCode::invalid_argument, "inner.h:1"));
 }
 
-TEST_F(BadInputTest, ReservedInputKindsAreUnimplemented) {
+TEST_F(BadInputTest, HipSourceForACudaTargetIsInvalidArgument) {
   auto request = source("__global__ void k() {}");
   request.input_kind = InputKind::hip_source;
+  request.target = "cuda:90";
   auto result = compile(request);
-  ASSERT_TRUE(fails_with(result, ErrorCode::unimplemented));
+  ASSERT_TRUE(fails_with(result, ErrorCode::invalid_argument, "hip-source input builds only for AMD targets"));
 }
 
 TEST_F(BadInputTest, InvalidPtxIsInvalidArgumentWithTheAssemblerLog) {

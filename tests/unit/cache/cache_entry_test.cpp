@@ -54,7 +54,7 @@ TEST(CacheEntry, EncodesEveryArtifactField) {
   // cache_entry.cpp (and to expect_same_entry), bump k_entry_format_version,
   // then update this size.
   EXPECT_EQ(sizeof(Artifact), 344u) << "Artifact changed: extend the cache entry metadata";
-  EXPECT_EQ(sizeof(KernelInfo), 120u) << "KernelInfo changed: extend the cache entry metadata";
+  EXPECT_EQ(sizeof(KernelInfo), 128u) << "KernelInfo changed: extend the cache entry metadata";
 }
 
 TEST(CacheEntry, HeaderStartsWithMagicAndVersion) {

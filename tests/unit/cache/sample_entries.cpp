@@ -38,6 +38,8 @@ CacheEntry make_entry(const std::string& key, std::string payload) {
   k2.name = "vector_add";
   k2.lowered_name = "vector_add";
   k2.registers = 8;
+  k2.scalar_registers = 12;  // as an AMD code object's kernel says
+  k2.wavefront_size = 64;
   a.kernels = {k1, k2};
   a.lowered_names = {{"scale<float>", "_Z5scaleIfEvPT_"}, {"vector_add", "vector_add"}};
   StageTiming nvrtc;

@@ -19,7 +19,7 @@ namespace {
 // CompileJob's fields on this platform (x86_64, libstdc++): input_kind,
 // input, input_name, target, options, headers, name_expressions, wanted,
 // pipeline, pass_args, allow_ptx_fallback. A new field changes the size.
-static_assert(sizeof(CompileJob) == 280,
+static_assert(sizeof(CompileJob) == 312,
               "CompileJob changed: name the new field in for_each_field (src/core/compile_job.h), give it a key "
               "component in src/pipeline/compile_key.cpp and a line in "
               "EveryFieldThatCanChangeTheArtifactChangesTheKey, then update this size");
@@ -121,6 +121,36 @@ TEST_F(CompileKeyFields, PassArgumentsChangeTheKeyAndTheInputNameOfIrDoesNot) {
   CompileJob renamed = base;
   renamed.input_name = "elsewhere.ll";
   EXPECT_EQ(key_of(*pipeline_, renamed), base_key);
+}
+
+TEST_F(CompileKeyFields, AmdTargetsTheirOptionsAndToolchainsEnterTheKey) {
+  CompileJob base = llvm_job();
+  base.input = "target triple = \"amdgcn-amd-amdhsa\"\ndefine amdgpu_kernel void @k() { ret void }\n";
+  base.target = parse_target("hip:gfx90a").value();
+  Result<CompilePlan> plan = pipeline_->plan(base);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->pipeline.name, "llvm-amdgpu");
+  bool triple = false;
+  for (const KeyComponent& c : plan->key.components) triple |= c.name == "llvm.triple" && c.value == "amdgcn-amd-amdhsa";
+  EXPECT_TRUE(triple) << "the key does not name the amdgcn triple";
+  const std::string base_key = plan->key.hex;
+  CompileJob other = base;
+  other.target = parse_target("hip:gfx942").value();
+  EXPECT_NE(key_of(*pipeline_, other), base_key);
+  CompileJob v4 = base;
+  v4.options = {"-mcode-object-version=4"};
+  EXPECT_NE(key_of(*pipeline_, v4), base_key);
+
+  CompileJob hip = base;
+  hip.input_kind = InputKind::hip_source;
+  hip.input = "extern \"C\" __global__ void k() {}\n";
+  hip.input_name = "k.hip";
+  Result<CompilePlan> hip_plan = pipeline_->plan(hip);
+  ASSERT_TRUE(hip_plan) << hip_plan.error().message;
+  EXPECT_EQ(hip_plan->pipeline.name, "hip-amdgpu");
+  bool hiprtc = false;
+  for (const KeyComponent& c : hip_plan->key.components) hiprtc |= c.name == "toolchain.hiprtc";
+  EXPECT_TRUE(hiprtc) << "the key does not name HIPRTC";
 }
 
 }  // namespace

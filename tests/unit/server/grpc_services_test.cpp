@@ -199,7 +199,7 @@ TEST_F(GrpcServicesTest, MalformedRequestsAreRefusedAtTheEdgeWithTheirReason) {
       {"not allowlisted", [](v1::CompileRequest& r) { r.add_options("--no-such-option"); },
        grpc::StatusCode::INVALID_ARGUMENT, "option '--no-such-option' is not allowed"},
       {"headers on PTX", [](v1::CompileRequest& r) { (*r.mutable_headers())["h.h"] = "x"; },
-       grpc::StatusCode::INVALID_ARGUMENT, "headers apply to CUDA C++ source only"},
+       grpc::StatusCode::INVALID_ARGUMENT, "headers apply to CUDA C++ and HIP source only"},
       {"input too large", [](v1::CompileRequest& r) { r.mutable_input()->set_data(std::string(4097, 'x')); },
        grpc::StatusCode::RESOURCE_EXHAUSTED,
        "the input is 4097 bytes; the daemon's limit is 4096 (limits.max_input_bytes)"},

@@ -136,8 +136,9 @@ _ARTIFACTS = {
     "cubin": compiler_pb2.ARTIFACT_KIND_CUBIN,
     "ptx": compiler_pb2.ARTIFACT_KIND_PTX,
 }
-if "ARTIFACT_KIND_FATBIN" in compiler_pb2.ArtifactKind.keys():
-    _ARTIFACTS["fatbin"] = compiler_pb2.ArtifactKind.Value("ARTIFACT_KIND_FATBIN")
+for _name, _spelling in (("FATBIN", "fatbin"), ("HSACO", "hsaco"), ("HIP_BUNDLE", "hip-bundle")):
+    if "ARTIFACT_KIND_" + _name in compiler_pb2.ArtifactKind.keys():
+        _ARTIFACTS[_spelling] = compiler_pb2.ArtifactKind.Value("ARTIFACT_KIND_" + _name)
 
 
 def parse_artifact(artifact) -> int:

@@ -91,6 +91,8 @@ class KernelInfo:
     max_registers: int = 0
     param_bytes: int = 0
     max_cluster_rank: int = 0
+    scalar_registers: int = 0  # AMD code objects: SGPRs (registers holds the VGPRs)
+    wavefront_size: int = 0    # AMD code objects: 32 or 64
     _proto: ClassVar[str] = "kjit.v1.KernelInfo"
 
 
@@ -137,7 +139,7 @@ CACHE_HITS = ("memory", "disk", "redis")
 @dataclass
 class CompileResult:
     artifact: bytes = field(default=b"", metadata={"conv": bytes})
-    artifact_kind: str = _enum("ARTIFACT_KIND_", "cubin")  # "cubin", "ptx", "fatbin"
+    artifact_kind: str = _enum("ARTIFACT_KIND_", "cubin")  # "cubin", "ptx", "fatbin", "hsaco", "hip_bundle"
     target: str = ""            # canonical form of the request's target
     kernels: List[KernelInfo] = _messages(KernelInfo)
     lowered_names: Dict[str, str] = _map()  # name expression -> lowered name

@@ -1,0 +1,25 @@
+// The passes that build AMD code objects: hiprtc-compile (HIP source, with
+// HIPRTC loaded at run time), amdgpu-codegen (LLVM IR to an AMDGPU object)
+// and lld-link (that object to a code object), and what of their toolchains
+// enters the cache key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kjit/types.h"
+#include "pipeline/pass.h"
+
+namespace kjit {
+
+void register_amd_passes(PassRegistry& registry);
+
+// Key components for the AMD toolchains a pipeline uses:
+// "toolchain.hiprtc" (version and file), "llvm.triple" for AMDGPU.
+std::vector<KeyComponent> amd_toolchain_key(const PipelineSpec& pipeline);
+
+// "HIPRTC 5.2.21153 (/usr/lib/.../libamdhip64.so.5)", "LLVM 19.1.7 + lld":
+// what built an artifact, for its description.
+std::string amd_toolchain_description(const PipelineSpec& pipeline);
+
+}  // namespace kjit
