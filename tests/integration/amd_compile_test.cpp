@@ -18,6 +18,7 @@
 #include "support/elf_header.h"
 #include "support/fails_with.h"
 #include "temp_dir.h"
+#include "test_plugins.h"
 
 namespace kjit::test {
 namespace {
@@ -287,6 +288,44 @@ TEST_F(AmdCompileTest, CliCompilesHipAndLlvmIrForHipTargets) {
   std::ifstream in(hip_out, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(elf_header_of(bytes).machine, k_em_amdgpu);
+}
+
+// The AMD pipelines take the same edits and plugins as NVIDIA's: an edit from
+// the configuration scoped to llvm-amdgpu, and an LLVM pass plugin whose
+// pass runs in llvm-passes (its global reaches the code object's symbols).
+TEST(AmdPipelineEdits, ConfigurationEditsAndLlvmPassPluginsApplyToAmdPipelines) {
+  TestDaemon daemon(DaemonOptions{
+      {"--no-cache"},
+      "llvm_pass_plugins = [\"" + plugin_path("llvm_marker_pass_plugin") +
+          "\"]\n[pipelines.amd-unoptimised]\ninputs = [\"llvm-ir\"]\n"
+          "[[pipelines.amd-unoptimised.stages]]\nname = \"llvm-amdgpu\"\ntakes = \"llvm\"\ngives = \"amdgcn-object\"\n"
+          "passes = [\"amdgpu-codegen\"]\n"
+          "[[pipelines.amd-unoptimised.stages]]\nname = \"lld\"\ntakes = \"amdgcn-object\"\ngives = \"hsaco\"\n"
+          "passes = [\"lld-link\"]\n"});
+  Client client(daemon.socket_path());
+  CompileRequest request;
+  request.input_kind = InputKind::llvm_ir;
+  request.input = k_amdgpu_ir;
+  request.input_name = "tile.ll";
+  request.target = "hip:gfx90a";
+  request.pass_args["llvm-passes.pipeline"] = "kjit-test-marker,default<O1>";
+  Result<CompileResult> marked = client.compile(request);
+  ASSERT_TRUE(marked) << marked.error().message << "\n" << marked.error().log;
+  EXPECT_NE(marked->artifact.find("kjit_test_marker"), std::string::npos);
+  request.pass_args["llvm-passes.pipeline"] = "default<O1>";
+  Result<CompileResult> plain = client.compile(request);
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->artifact.find("kjit_test_marker"), std::string::npos);
+
+  // A named pipeline ending in a code object is an AMD pipeline.
+  request.pass_args.clear();
+  request.pipeline = "amd-unoptimised";
+  Result<CompileResult> named = client.compile(request);
+  ASSERT_TRUE(named) << named.error().message << "\n" << named.error().log;
+  EXPECT_EQ(named->pipeline, "amd-unoptimised");
+  EXPECT_EQ(named->artifact_kind, ArtifactKind::hsaco);
+  request.target = "cuda:90";
+  EXPECT_TRUE(fails_with(client.compile(request), ErrorCode::invalid_argument, "builds for AMD targets"));
 }
 
 }  // namespace
