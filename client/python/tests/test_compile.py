@@ -200,3 +200,46 @@ def test_describe_pipeline(client):
     assert description.name
     assert description.toml.strip()
     assert description.name in description.known_pipelines
+
+
+AMDGPU_IR = r"""target triple = "amdgcn-amd-amdhsa"
+@tile = internal addrspace(3) global [8192 x float] undef, align 4
+
+define amdgpu_kernel void @%s(ptr addrspace(1) %%x) #0 {
+entry:
+  %%tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %%slot = getelementptr [8192 x float], ptr addrspace(3) @tile, i32 0, i32 %%tid
+  %%p = getelementptr float, ptr addrspace(1) %%x, i32 %%tid
+  %%v = load float, ptr addrspace(1) %%p, align 4
+  store float %%v, ptr addrspace(3) %%slot, align 4
+  call void @llvm.amdgcn.s.barrier()
+  %%w = load float, ptr addrspace(3) %%slot, align 4
+  store float %%w, ptr addrspace(1) %%p, align 4
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare void @llvm.amdgcn.s.barrier()
+attributes #0 = { "amdgpu-flat-work-group-size"="1,256" }
+"""
+
+
+def test_llvm_ir_for_a_hip_target_gives_a_code_object_with_amd_metadata(client):
+    name = unique("tile")
+    result = client.compile(AMDGPU_IR % name, target="hip:gfx1100", kind="llvm-ir")
+    assert result.artifact.startswith(ELF_MAGIC)
+    assert result.artifact_kind == "hsaco"
+    assert result.target == "hip:gfx1100"
+    assert result.pipeline == "llvm-amdgpu"
+    (kernel,) = result.kernels
+    assert kernel.name == name
+    assert kernel.static_shared_bytes >= 32768
+    assert kernel.max_threads_per_block == 256
+    assert kernel.wavefront_size == 32
+    assert kernel.scalar_registers > 0
+
+
+def test_several_hip_targets_give_one_code_object_bundle(client):
+    result = client.compile(AMDGPU_IR % unique("tile"), target=["hip:gfx90a", "hip:gfx942"], kind="llvm-ir")
+    assert result.artifact_kind == "hip-bundle"
+    assert result.artifact.startswith(b"__CLANG_OFFLOAD_BUNDLE__")
+    assert [e.target for e in result.entries] == ["hip:gfx90a", "hip:gfx942"]

@@ -139,7 +139,7 @@ CACHE_HITS = ("memory", "disk", "redis")
 @dataclass
 class CompileResult:
     artifact: bytes = field(default=b"", metadata={"conv": bytes})
-    artifact_kind: str = _enum("ARTIFACT_KIND_", "cubin")  # "cubin", "ptx", "fatbin", "hsaco", "hip_bundle"
+    artifact_kind: str = _enum("ARTIFACT_KIND_", "cubin")  # "cubin", "ptx", "fatbin", "hsaco", "hip-bundle"
     target: str = ""            # canonical form of the request's target
     kernels: List[KernelInfo] = _messages(KernelInfo)
     lowered_names: Dict[str, str] = _map()  # name expression -> lowered name
