@@ -19,20 +19,16 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <bit>
 #include <cctype>
-#include <cstring>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 
+#include "metadata/elf_image.h"
 #include "metadata/kernel_name.h"
 
 namespace kjit {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "the reader copies little-endian ELF structures as they are");
 
 constexpr uint16_t k_em_cuda = 190;  // EM_CUDA
 // From this EI_ABIVERSION on, e_flags keeps the SM number in bits 8-15.
@@ -71,37 +67,11 @@ constexpr std::string_view k_reserved_smem_symbol_prefix = ".nv.reservedSmem.";
 constexpr std::string_view k_reserved_smem_cap_symbol = ".nv.reservedSmem.cap";
 constexpr std::string_view k_reserved_shared_section_prefix = ".nv.shared.reserved.";
 
+constexpr ElfExpectation k_cubin_elf{"cubin", k_em_cuda, "NVIDIA CUDA", /*section_names_required=*/true};
+
 Error malformed(std::string message) {
-  return make_error(ErrorCode::invalid_argument, "cubin: " + std::move(message));
+  return malformed_elf(k_cubin_elf.reader, std::move(message));
 }
-
-// Copies a T from `bytes` at `offset`; false if it does not fit.
-template <typename T>
-bool read_at(std::string_view bytes, uint64_t offset, T& out) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return false;
-  std::memcpy(&out, bytes.data() + offset, sizeof(T));
-  return true;
-}
-
-std::optional<std::string_view> slice(std::string_view bytes, uint64_t offset, uint64_t size) {
-  if (offset > bytes.size() || bytes.size() - offset < size) return std::nullopt;
-  return bytes.substr(offset, size);
-}
-
-// The NUL-terminated string at `offset` in a string table.
-std::optional<std::string_view> string_at(std::string_view table, uint64_t offset) {
-  if (offset >= table.size()) return std::nullopt;
-  size_t end = table.find('\0', offset);
-  if (end == std::string_view::npos) return std::nullopt;
-  return table.substr(offset, end - offset);
-}
-
-struct Section {
-  Elf64_Shdr header;
-  std::string_view name;
-  std::string_view contents;  // empty for SHT_NOBITS
-};
 
 struct Symbol {
   uint32_t index;
@@ -118,117 +88,29 @@ struct InfoRecord {
   std::string_view payload;  // k_format_sized only
 };
 
-// The ELF header and section table, checked once so that later lookups only
-// deal in validated sections.
-struct ElfImage {
-  Elf64_Ehdr header{};
-  std::vector<Section> sections;
-  std::unordered_map<std::string_view, size_t> index_by_name;  // first of each name
-
-  const Section* find(std::string_view name) const {
-    auto it = index_by_name.find(name);
-    return it == index_by_name.end() ? nullptr : &sections[it->second];
-  }
-};
-
-Result<ElfImage> parse_elf(std::string_view bytes) {
-  ElfImage image;
-  if (bytes.size() < SELFMAG || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
-    return malformed("not an ELF file (no \\x7fELF magic)");
-  if (!read_at(bytes, 0, image.header))
-    return malformed("truncated ELF header (" + std::to_string(bytes.size()) + " bytes)");
-  const Elf64_Ehdr& header = image.header;
-  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB)
-    return malformed("not a 64-bit little-endian ELF");
-  if (header.e_machine != k_em_cuda)
-    return malformed("ELF for machine " + std::to_string(header.e_machine) + ", not NVIDIA CUDA (" +
-                     std::to_string(k_em_cuda) + ")");
-  if (header.e_shnum == 0) return malformed("no section headers");
-  if (header.e_shentsize != sizeof(Elf64_Shdr))
-    return malformed("section header entry size " + std::to_string(header.e_shentsize) + ", expected " +
-                     std::to_string(sizeof(Elf64_Shdr)));
-  if (header.e_shstrndx >= header.e_shnum)
-    return malformed("section name table index " + std::to_string(header.e_shstrndx) + " is out of range");
-
-  const uint64_t table_size = uint64_t{header.e_shnum} * sizeof(Elf64_Shdr);
-  if (!slice(bytes, header.e_shoff, table_size))
-    return malformed("section header table (" + std::to_string(header.e_shnum) + " entries at offset " +
-                     std::to_string(header.e_shoff) + ") runs past the end of the " + std::to_string(bytes.size()) +
-                     "-byte input");
-
-  // Program headers are not read, but the driver loads by them: an image
-  // whose segments are cut off is as broken as one with missing sections.
-  if (header.e_phnum != 0) {
-    if (header.e_phentsize != sizeof(Elf64_Phdr))
-      return malformed("program header entry size " + std::to_string(header.e_phentsize) + ", expected " +
-                       std::to_string(sizeof(Elf64_Phdr)));
-    if (!slice(bytes, header.e_phoff, uint64_t{header.e_phnum} * sizeof(Elf64_Phdr)))
-      return malformed("program header table (" + std::to_string(header.e_phnum) + " entries at offset " +
-                       std::to_string(header.e_phoff) + ") runs past the end of the " + std::to_string(bytes.size()) +
-                       "-byte input");
-    for (size_t i = 0; i < header.e_phnum; ++i) {
-      Elf64_Phdr segment{};
-      read_at(bytes, header.e_phoff + i * sizeof(Elf64_Phdr), segment);
-      if (!slice(bytes, segment.p_offset, segment.p_filesz))
-        return malformed("segment " + std::to_string(i) + " runs past the end of the input");
-    }
-  }
-
-  image.sections.resize(header.e_shnum);
-  for (size_t i = 0; i < image.sections.size(); ++i) {
-    Section& section = image.sections[i];
-    read_at(bytes, header.e_shoff + i * sizeof(Elf64_Shdr), section.header);
-    if (section.header.sh_type == SHT_NOBITS) continue;  // occupies no file bytes
-    auto contents = slice(bytes, section.header.sh_offset, section.header.sh_size);
-    if (!contents)
-      return malformed("section " + std::to_string(i) + " (offset " + std::to_string(section.header.sh_offset) +
-                       ", size " + std::to_string(section.header.sh_size) + ") runs past the end of the " +
-                       std::to_string(bytes.size()) + "-byte input");
-    section.contents = *contents;
-  }
-
-  std::string_view names = image.sections[header.e_shstrndx].contents;
-  for (size_t i = 0; i < image.sections.size(); ++i) {
-    auto name = string_at(names, image.sections[i].header.sh_name);
-    if (!name && i != 0) return malformed("section " + std::to_string(i) + " has no valid name");
-    image.sections[i].name = name.value_or("");
-    image.index_by_name.emplace(image.sections[i].name, i);
-  }
-  return image;
-}
-
 Result<std::vector<Symbol>> read_symbols(const ElfImage& image) {
-  const Section* table = nullptr;
+  const ElfSection* table = nullptr;
   for (const auto& section : image.sections) {
     if (section.header.sh_type != SHT_SYMTAB) continue;
     if (table) return malformed("more than one symbol table");
     table = &section;
   }
   if (!table) return malformed("no symbol table");
-  if (table->header.sh_entsize != sizeof(Elf64_Sym) || table->contents.size() % sizeof(Elf64_Sym) != 0)
-    return malformed("symbol table entry size " + std::to_string(table->header.sh_entsize) + " or table size " +
-                     std::to_string(table->contents.size()) + " does not fit " + std::to_string(sizeof(Elf64_Sym)) +
-                     "-byte entries");
-  if (table->header.sh_link >= image.sections.size())
-    return malformed("symbol table names a string table that does not exist");
-  std::string_view names = image.sections[table->header.sh_link].contents;
+  auto entries = read_elf_symbols(image, *table, k_cubin_elf.reader);
+  if (!entries) return entries.error();
 
   std::vector<Symbol> symbols;
-  const size_t count = table->contents.size() / sizeof(Elf64_Sym);
-  symbols.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    Elf64_Sym raw{};
-    read_at(table->contents, i * sizeof(Elf64_Sym), raw);
-    auto name = string_at(names, raw.st_name);
-    if (!name && raw.st_name != 0)
-      return malformed("symbol " + std::to_string(i) + " has a name outside the string table");
-    symbols.push_back(Symbol{static_cast<uint32_t>(i), name.value_or(""),
-                             static_cast<unsigned char>(ELF64_ST_TYPE(raw.st_info)), raw.st_other, raw.st_value});
+  symbols.reserve(entries->size());
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const ElfSymbol& entry = (*entries)[i];
+    symbols.push_back(Symbol{static_cast<uint32_t>(i), entry.name,
+                             static_cast<unsigned char>(ELF64_ST_TYPE(entry.raw.st_info)), entry.raw.st_other,
+                             entry.raw.st_value});
   }
   return symbols;
 }
 
-Result<std::vector<InfoRecord>> parse_records(const Section& section) {
+Result<std::vector<InfoRecord>> parse_records(const ElfSection& section) {
   std::vector<InfoRecord> records;
   std::string_view bytes = section.contents;
   uint64_t offset = 0;
@@ -263,7 +145,7 @@ Result<std::vector<InfoRecord>> parse_records(const Section& section) {
   return records;
 }
 
-std::string describe(const Section& section, const InfoRecord& record) {
+std::string describe(const ElfSection& section, const InfoRecord& record) {
   static constexpr char k_hex[] = "0123456789abcdef";
   std::string id = "0x";
   id += k_hex[record.attribute >> 4];
@@ -272,7 +154,7 @@ std::string describe(const Section& section, const InfoRecord& record) {
 }
 
 // Reads the u32 words of a sized record that must hold exactly `count` of them.
-Result<std::vector<uint32_t>> words_of(const Section& section, const InfoRecord& record, size_t count) {
+Result<std::vector<uint32_t>> words_of(const ElfSection& section, const InfoRecord& record, size_t count) {
   if (record.format != k_format_sized || record.payload.size() != count * sizeof(uint32_t))
     return malformed(describe(section, record) + ": expected " + std::to_string(count * sizeof(uint32_t)) +
                      "-byte payload");
@@ -281,13 +163,13 @@ Result<std::vector<uint32_t>> words_of(const Section& section, const InfoRecord&
   return words;
 }
 
-Result<Dim3> dim3_of(const Section& section, const InfoRecord& record) {
+Result<Dim3> dim3_of(const ElfSection& section, const InfoRecord& record) {
   auto words = words_of(section, record, 3);
   if (!words) return words.error();
   return Dim3{(*words)[0], (*words)[1], (*words)[2]};
 }
 
-Result<uint16_t> half_of(const Section& section, const InfoRecord& record) {
+Result<uint16_t> half_of(const ElfSection& section, const InfoRecord& record) {
   if (record.format != k_format_half) return malformed(describe(section, record) + ": expected a u16 value");
   return record.value;
 }
@@ -318,7 +200,7 @@ Result<PerSymbolFigures> read_global_info(const ElfImage& image) {
 }
 
 // Applies the records of .nv.info.<kernel> to `kernel`.
-Status read_kernel_info(const Section& section, KernelInfo& kernel) {
+Status read_kernel_info(const ElfSection& section, KernelInfo& kernel) {
   auto records = parse_records(section);
   if (!records) return records.error();
   for (const auto& record : *records) {
@@ -376,7 +258,7 @@ Status read_kernel_info(const Section& section, KernelInfo& kernel) {
 }
 
 Result<bool> compat_says_arch_specific(const ElfImage& image) {
-  const Section* compat = image.find(".nv.compat");
+  const ElfSection* compat = image.find(".nv.compat");
   if (!compat) return false;
   auto records = parse_records(*compat);
   if (!records) return records.error();
@@ -388,7 +270,7 @@ Result<bool> compat_says_arch_specific(const ElfImage& image) {
 // The suffix of the SM ptxas was run for ('a', 'f' or '\0'), from the
 // command line it records in the .note.nv.tkinfo note ("-arch sm_100f").
 char ptxas_arch_suffix(const ElfImage& image) {
-  const Section* note = image.find(".note.nv.tkinfo");
+  const ElfSection* note = image.find(".note.nv.tkinfo");
   if (!note) return '\0';
   for (std::string_view option : {"-arch sm_", "-arch=sm_"}) {
     size_t at = note->contents.find(option);
@@ -419,7 +301,9 @@ uint32_t reserved_shared_bytes(const ElfImage& image, const std::vector<Symbol>&
 }  // namespace
 
 Result<CubinInfo> read_cubin(std::string_view elf_bytes) {
-  auto image = parse_elf(elf_bytes);
+  auto header = read_elf_header(elf_bytes, k_cubin_elf);
+  if (!header) return header.error();
+  auto image = read_elf_image(elf_bytes, *header, k_cubin_elf);
   if (!image) return image.error();
   auto symbols = read_symbols(*image);
   if (!symbols) return symbols.error();
@@ -451,11 +335,11 @@ Result<CubinInfo> read_cubin(std::string_view elf_bytes) {
     if (auto it = per_symbol->frame_bytes.find(symbol.index); it != per_symbol->frame_bytes.end())
       kernel.local_bytes = it->second;
 
-    if (const Section* section = image->find(".nv.info." + kernel.lowered_name)) {
+    if (const ElfSection* section = image->find(".nv.info." + kernel.lowered_name)) {
       auto status = read_kernel_info(*section, kernel);
       if (!status) return status.error();
     }
-    if (const Section* shared = image->find(".nv.shared." + kernel.lowered_name)) {
+    if (const ElfSection* shared = image->find(".nv.shared." + kernel.lowered_name)) {
       if (shared->header.sh_size > UINT32_MAX) return malformed(std::string(shared->name) + " is larger than 4 GiB");
       kernel.shared_section_bytes = static_cast<uint32_t>(shared->header.sh_size);
       kernel.static_shared_bytes = kernel.shared_section_bytes >= info.reserved_shared_bytes

@@ -22,21 +22,17 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 #include <exception>
 #include <msgpack.hpp>
 #include <optional>
-#include <type_traits>
 #include <unordered_set>
 #include <utility>
 
+#include "metadata/elf_image.h"
 #include "metadata/kernel_name.h"
 
 namespace kjit {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "the reader copies little-endian ELF structures as they are");
 
 constexpr uint16_t k_em_amdgpu = 224;                // EM_AMDGPU
 constexpr unsigned char k_osabi_amdgpu_hsa = 64;     // ELFOSABI_AMDGPU_HSA
@@ -57,108 +53,28 @@ constexpr size_t k_max_depth = 8;
 // one array or map header can make the decoder allocate up front.
 constexpr size_t k_max_elements = size_t{1} << 16;
 
+constexpr ElfExpectation k_hsaco_elf{"hsaco", k_em_amdgpu, "AMDGPU", /*section_names_required=*/false};
+
 Error malformed(std::string message) {
-  return make_error(ErrorCode::invalid_argument, "hsaco: " + std::move(message));
+  return malformed_elf(k_hsaco_elf.reader, std::move(message));
 }
 
-// Copies a T from `bytes` at `offset`; false if it does not fit.
-template <typename T>
-bool read_at(std::string_view bytes, uint64_t offset, T& out) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return false;
-  std::memcpy(&out, bytes.data() + offset, sizeof(T));
-  return true;
-}
-
-std::optional<std::string_view> slice(std::string_view bytes, uint64_t offset, uint64_t size) {
-  if (offset > bytes.size() || bytes.size() - offset < size) return std::nullopt;
-  return bytes.substr(offset, size);
-}
-
-// The NUL-terminated string at `offset` in a string table.
-std::optional<std::string_view> string_at(std::string_view table, uint64_t offset) {
-  if (offset >= table.size()) return std::nullopt;
-  size_t end = table.find('\0', offset);
-  if (end == std::string_view::npos) return std::nullopt;
-  return table.substr(offset, end - offset);
-}
-
-struct Section {
-  Elf64_Shdr header;
-  std::string_view contents;  // empty for SHT_NOBITS
-};
-
-struct ElfImage {
-  Elf64_Ehdr header{};
-  std::vector<Section> sections;
-};
-
-Result<ElfImage> parse_elf(std::string_view bytes) {
-  ElfImage image;
-  if (bytes.size() < SELFMAG || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
-    return malformed("not an ELF file (no \\x7fELF magic)");
-  if (!read_at(bytes, 0, image.header))
-    return malformed("truncated ELF header (" + std::to_string(bytes.size()) + " bytes)");
-  const Elf64_Ehdr& header = image.header;
-  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB)
-    return malformed("not a 64-bit little-endian ELF");
-  if (header.e_machine != k_em_amdgpu)
-    return malformed("ELF for machine " + std::to_string(header.e_machine) + ", not AMDGPU (" +
-                     std::to_string(k_em_amdgpu) + ")");
+// The code object's own header checks, made after the shared ones on the
+// identification and machine and before the section table is read.
+Status check_amdgpu_header(const Elf64_Ehdr& header) {
   if (header.e_ident[EI_OSABI] != k_osabi_amdgpu_hsa)
     return malformed("ELF OS ABI " + std::to_string(header.e_ident[EI_OSABI]) + ", not AMDGPU HSA (" +
                      std::to_string(k_osabi_amdgpu_hsa) + ")");
   if (header.e_ident[EI_ABIVERSION] < k_first_msgpack_abi_version)
     return malformed("code object v2 or older (ELF ABI version " + std::to_string(header.e_ident[EI_ABIVERSION]) +
                      "), whose metadata is not msgpack");
-  if (header.e_shnum == 0) return malformed("no section headers");
-  if (header.e_shentsize != sizeof(Elf64_Shdr))
-    return malformed("section header entry size " + std::to_string(header.e_shentsize) + ", expected " +
-                     std::to_string(sizeof(Elf64_Shdr)));
-
-  const uint64_t table_size = uint64_t{header.e_shnum} * sizeof(Elf64_Shdr);
-  if (!slice(bytes, header.e_shoff, table_size))
-    return malformed("section header table (" + std::to_string(header.e_shnum) + " entries at offset " +
-                     std::to_string(header.e_shoff) + ") runs past the end of the " + std::to_string(bytes.size()) +
-                     "-byte input");
-
-  // The loader maps the code object by its segments: one that is cut off is
-  // as unloadable as a missing section.
-  if (header.e_phnum != 0) {
-    if (header.e_phentsize != sizeof(Elf64_Phdr))
-      return malformed("program header entry size " + std::to_string(header.e_phentsize) + ", expected " +
-                       std::to_string(sizeof(Elf64_Phdr)));
-    if (!slice(bytes, header.e_phoff, uint64_t{header.e_phnum} * sizeof(Elf64_Phdr)))
-      return malformed("program header table (" + std::to_string(header.e_phnum) + " entries at offset " +
-                       std::to_string(header.e_phoff) + ") runs past the end of the " + std::to_string(bytes.size()) +
-                       "-byte input");
-    for (size_t i = 0; i < header.e_phnum; ++i) {
-      Elf64_Phdr segment{};
-      read_at(bytes, header.e_phoff + i * sizeof(Elf64_Phdr), segment);
-      if (!slice(bytes, segment.p_offset, segment.p_filesz))
-        return malformed("segment " + std::to_string(i) + " runs past the end of the input");
-    }
-  }
-
-  image.sections.resize(header.e_shnum);
-  for (size_t i = 0; i < image.sections.size(); ++i) {
-    Section& section = image.sections[i];
-    read_at(bytes, header.e_shoff + i * sizeof(Elf64_Shdr), section.header);
-    if (section.header.sh_type == SHT_NOBITS) continue;  // occupies no file bytes
-    auto contents = slice(bytes, section.header.sh_offset, section.header.sh_size);
-    if (!contents)
-      return malformed("section " + std::to_string(i) + " (offset " + std::to_string(section.header.sh_offset) +
-                       ", size " + std::to_string(section.header.sh_size) + ") runs past the end of the " +
-                       std::to_string(bytes.size()) + "-byte input");
-    section.contents = *contents;
-  }
-  return image;
+  return Ok{};
 }
 
 // The names of the kernel descriptors the loader can find: defined
 // STT_OBJECT symbols of .dynsym, or of .symtab in an object without one.
 Result<std::unordered_set<std::string_view>> descriptor_symbols(const ElfImage& image) {
-  const Section* table = nullptr;
+  const ElfSection* table = nullptr;
   for (uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
     for (const auto& section : image.sections) {
       if (section.header.sh_type != type) continue;
@@ -168,25 +84,13 @@ Result<std::unordered_set<std::string_view>> descriptor_symbols(const ElfImage& 
     if (table) break;
   }
   if (!table) return malformed("no symbol table");
-  if (table->header.sh_entsize != sizeof(Elf64_Sym) || table->contents.size() % sizeof(Elf64_Sym) != 0)
-    return malformed("symbol table entry size " + std::to_string(table->header.sh_entsize) + " or table size " +
-                     std::to_string(table->contents.size()) + " does not fit " + std::to_string(sizeof(Elf64_Sym)) +
-                     "-byte entries");
-  if (table->header.sh_link >= image.sections.size())
-    return malformed("symbol table names a string table that does not exist");
-  std::string_view names = image.sections[table->header.sh_link].contents;
+  auto entries = read_elf_symbols(image, *table, k_hsaco_elf.reader);
+  if (!entries) return entries.error();
 
   std::unordered_set<std::string_view> symbols;
-  const size_t count = table->contents.size() / sizeof(Elf64_Sym);
-  for (size_t i = 0; i < count; ++i) {
-    Elf64_Sym raw{};
-    read_at(table->contents, i * sizeof(Elf64_Sym), raw);
-    auto name = string_at(names, raw.st_name);
-    if (!name && raw.st_name != 0)
-      return malformed("symbol " + std::to_string(i) + " has a name outside the string table");
-    if (ELF64_ST_TYPE(raw.st_info) == STT_OBJECT && raw.st_shndx != SHN_UNDEF && name && !name->empty())
-      symbols.insert(*name);
-  }
+  for (const ElfSymbol& entry : *entries)
+    if (ELF64_ST_TYPE(entry.raw.st_info) == STT_OBJECT && entry.raw.st_shndx != SHN_UNDEF && !entry.name.empty())
+      symbols.insert(entry.name);
   return symbols;
 }
 
@@ -198,7 +102,7 @@ uint64_t align_up(uint64_t value, uint64_t alignment) {
 Result<std::string_view> metadata_note(const ElfImage& image) {
   std::optional<std::string_view> found;
   for (size_t index = 0; index < image.sections.size(); ++index) {
-    const Section& section = image.sections[index];
+    const ElfSection& section = image.sections[index];
     if (section.header.sh_type != SHT_NOTE) continue;
     const std::string where = "note section " + std::to_string(index);
     // Entries are padded to the section's alignment: 4, or 8 for some
@@ -406,7 +310,11 @@ Status read_metadata(std::string_view note, const std::unordered_set<std::string
 }  // namespace
 
 Result<HsacoInfo> read_hsaco(std::string_view bytes) {
-  auto image = parse_elf(bytes);
+  auto header = read_elf_header(bytes, k_hsaco_elf);
+  if (!header) return header.error();
+  auto amdgpu_header = check_amdgpu_header(*header);
+  if (!amdgpu_header) return amdgpu_header.error();
+  auto image = read_elf_image(bytes, *header, k_hsaco_elf);
   if (!image) return image.error();
   auto note = metadata_note(*image);
   if (!note) return note.error();
