@@ -1,5 +1,6 @@
 #include "pipeline/amd_passes.h"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,18 @@ Result<PassOutput> run_hiprtc(PassContext& ctx, std::string_view source) {
                       "HIP source needs HIPRTC, which this host does not have (looked for libamdhip64.so.5, "
                       "libamdhip64.so and libhiprtc.so; install Debian's libamdhip64-dev or set KJIT_HIPRTC_LIBRARY). "
                       "LLVM IR for hip: targets builds without it");
+  if (location->version.empty()) {
+    std::error_code error;
+    if (!std::filesystem::exists(location->path, error))
+      return make_error(ErrorCode::failed_precondition,
+                        "HIPRTC was named at " + location->path + " (KJIT_HIPRTC_LIBRARY), which does not exist");
+    // Which processors it builds follows from its ROCm release; without it,
+    // any processor could be one it aborts on.
+    return make_error(ErrorCode::failed_precondition,
+                      "cannot tell the ROCm release of the HIPRTC at " + location->path +
+                          " from its file name (libamdhip64.so.<version>); name the versioned file in "
+                          "KJIT_HIPRTC_LIBRARY");
+  }
   const AmdArchInfo& arch = ctx.job.target.amd_arch();
   // An older HIPRTC aborts the whole process on a processor it does not
   // know: refuse before it is called.

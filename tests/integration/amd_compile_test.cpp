@@ -328,5 +328,26 @@ TEST(AmdPipelineEdits, ConfigurationEditsAndLlvmPassPluginsApplyToAmdPipelines) 
   EXPECT_TRUE(fails_with(client.compile(request), ErrorCode::invalid_argument, "builds for AMD targets"));
 }
 
+// A host without HIPRTC (here: one named where there is none) still runs
+// kjitd: HIP source is refused as a missing precondition, naming what is
+// missing, and LLVM IR for hip: targets still builds.
+TEST(AmdWithoutHiprtc, HipSourceIsAFailedPreconditionAndLlvmIrStillBuilds) {
+  DaemonOptions options{{"--no-cache"}};
+  options.env = {"KJIT_HIPRTC_LIBRARY=/nonexistent/libamdhip64.so"};
+  TestDaemon daemon(options);
+  Client client(daemon.socket_path());
+  CompileRequest hip;
+  hip.input_kind = InputKind::hip_source;
+  hip.input = k_hip_kernel;
+  hip.target = "hip:gfx90a";
+  EXPECT_TRUE(fails_with(client.compile(hip), ErrorCode::failed_precondition, "/nonexistent/libamdhip64.so"));
+  CompileRequest ir;
+  ir.input_kind = InputKind::llvm_ir;
+  ir.input = k_amdgpu_ir;
+  ir.target = "hip:gfx90a";
+  Result<CompileResult> built = client.compile(ir);
+  EXPECT_TRUE(built) << built.error().message;
+}
+
 }  // namespace
 }  // namespace kjit::test
