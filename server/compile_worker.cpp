@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "pipeline/amd_passes.h"
 #include "server/compile_bounds.h"
 #include "server/pipeline_setup.h"
 #include "server/worker_confinement.h"
@@ -110,6 +111,7 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
     return 1;
   }
   ::setenv("TMPDIR", setup.private_dir.c_str(), 1);
+  allow_hiprtc_in_this_process();
   std::string confinement = "unconfined (sandbox = \"off\")";
   if (config.sandbox != "off") {
     Result<std::string> confined = confine_worker(config, **pipeline, setup.private_dir);

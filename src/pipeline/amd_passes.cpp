@@ -1,5 +1,6 @@
 #include "pipeline/amd_passes.h"
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -30,6 +31,8 @@ const std::optional<HiprtcLocation>& hiprtc_location() {
 constexpr std::string_view k_hip_runtime_header = "hip/hip_runtime.h";
 constexpr std::string_view k_hip_runtime_stand_in = "// HIPRTC declares the HIP runtime's device API itself.\n";
 
+std::atomic<bool> g_hiprtc_allowed{false};
+
 // HIPRTC loaded once per (worker) process.
 Result<std::shared_ptr<const HiprtcApi>> loaded_hiprtc(const HiprtcLocation& location) {
   static std::mutex mutex;
@@ -46,6 +49,10 @@ Result<HipOptions> options_of(const PassContext& ctx) {
 }
 
 Result<PassOutput> run_hiprtc(PassContext& ctx, std::string_view source) {
+  if (!g_hiprtc_allowed)
+    return make_error(ErrorCode::failed_precondition,
+                      "HIP source compiles only in compile workers (HIPRTC aborts the process it runs in on some "
+                      "inputs), and this daemon runs compiles in its own process (compile_workers = 0)");
   const std::optional<HiprtcLocation>& location = hiprtc_location();
   if (!location)
     return make_error(ErrorCode::failed_precondition,
@@ -118,6 +125,8 @@ Result<PassOutput> run_lld_link(PassContext& ctx, std::string_view object) {
 }
 
 }  // namespace
+
+void allow_hiprtc_in_this_process() { g_hiprtc_allowed = true; }
 
 void register_amd_passes(PassRegistry& registry) {
   registry.add({"hiprtc-compile", "1", IrKind::hip_source, IrKind::hsaco, {}, "builtin", run_hiprtc});

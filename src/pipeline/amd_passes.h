@@ -14,6 +14,11 @@ namespace kjit {
 
 void register_amd_passes(PassRegistry& registry);
 
+// HIPRTC aborts the process on some inputs, so hiprtc-compile runs only in a
+// process that says it may: a compile worker, which the daemon restarts.
+// Elsewhere (a daemon with compile_workers = 0) HIP source is refused.
+void allow_hiprtc_in_this_process();
+
 // Key components for the AMD toolchains a pipeline uses:
 // "toolchain.hiprtc" (version and file), "llvm.triple" for AMDGPU.
 std::vector<KeyComponent> amd_toolchain_key(const PipelineSpec& pipeline);

@@ -349,5 +349,18 @@ TEST(AmdWithoutHiprtc, HipSourceIsAFailedPreconditionAndLlvmIrStillBuilds) {
   EXPECT_TRUE(built) << built.error().message;
 }
 
+// HIPRTC may abort its process: a daemon that compiles in its own process
+// refuses HIP source rather than risk itself.
+TEST(AmdWithoutWorkers, HipSourceIsRefusedWhenCompilesRunInTheDaemon) {
+  if (!find_hiprtc()) GTEST_SKIP() << "no HIPRTC on this host";
+  TestDaemon daemon(std::vector<std::string>{"--no-cache", "--compile-workers", "0"});
+  CompileRequest hip;
+  hip.input_kind = InputKind::hip_source;
+  hip.input = k_hip_kernel;
+  hip.target = "hip:gfx90a";
+  EXPECT_TRUE(fails_with(Client(daemon.socket_path()).compile(hip), ErrorCode::failed_precondition,
+                         "compiles only in compile workers"));
+}
+
 }  // namespace
 }  // namespace kjit::test
