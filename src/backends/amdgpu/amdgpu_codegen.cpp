@@ -72,6 +72,22 @@ Status set_triple(llvm::Module& module, std::string_view name) {
   return Ok{};
 }
 
+// A function attribute "target-cpu" wins over the target machine's processor:
+// IR written for another processor would put its code in this one's code
+// object, which the GPU then cannot run.
+Status check_function_processors(const llvm::Module& module, std::string_view name, std::string_view processor) {
+  for (const llvm::Function& function : module) {
+    llvm::Attribute cpu = function.getFnAttribute("target-cpu");
+    if (!cpu.isValid() || cpu.getValueAsString() == llvm::StringRef(processor.data(), processor.size())) continue;
+    return make_error(ErrorCode::invalid_argument,
+                      "LLVM IR in " + std::string(name) + ": function '" + function.getName().str() +
+                          "' is written for " + cpu.getValueAsString().str() + " (\"target-cpu\"), not the target's " +
+                          std::string(processor) + "; send IR for " + std::string(processor) +
+                          " or without target-cpu attributes");
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 Result<std::string> amdgpu_codegen(const AmdgpuCodegenRequest& request) {
@@ -97,6 +113,7 @@ Result<std::string> amdgpu_codegen(const AmdgpuCodegenRequest& request) {
         auto module = parse_module(context, request.ir, request.name);
         if (!module) return module.error();
         if (Status s = set_triple(**module, request.name); !s) return s;
+        if (Status s = check_function_processors(**module, request.name, request.processor); !s) return s;
 
         auto machine =
             make_target_machine(LlvmTarget{std::string(k_amdgpu_triple), request.processor, request.features});

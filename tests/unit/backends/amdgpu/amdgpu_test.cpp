@@ -204,6 +204,18 @@ TEST(AmdgpuCodegen, UnknownProcessorIsInvalidArgument) {
   }
 }
 
+TEST(AmdgpuCodegen, FunctionsWrittenForAnotherProcessorAreRefused) {
+  const std::string ir =
+      "target triple = \"amdgcn-amd-amdhsa\"\n"
+      "define amdgpu_kernel void @k() #0 { ret void }\n"
+      "attributes #0 = { \"target-cpu\"=\"gfx942\" }\n";
+  auto object = amdgpu_codegen(request_for(ir, "gfx90a"));
+  ASSERT_FALSE(object);
+  EXPECT_EQ(object.error().code, ErrorCode::invalid_argument);
+  EXPECT_NE(object.error().message.find("'k' is written for gfx942"), std::string::npos) << object.error().message;
+  EXPECT_TRUE(amdgpu_codegen(request_for(ir, "gfx942"))) << "the processor the IR names builds";
+}
+
 TEST(AmdgpuCodegen, UnknownFeatureIsInvalidArgument) {
   const std::string ir = kernel_ir();
   AmdgpuCodegenRequest request = request_for(ir, "gfx90a");
