@@ -8,6 +8,7 @@
 #include "server/compile_translation.h"
 #include "server/fatbin_compile.h"
 #include "convert/wire_convert.h"
+#include "pipeline/default_pipelines.h"
 #include "pipeline/pipeline_toml.h"
 #include "server/metrics.h"
 #include "server/status_mapping.h"
@@ -167,7 +168,9 @@ grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServer
     auto fail = [&](const Error& error) { return to_grpc_status(error, *context); };
     std::optional<InputKind> input = from_proto(request->input_kind());
     if (!input) return fail(make_error(ErrorCode::invalid_argument, "input_kind is required"));
-    Vendor vendor = Vendor::nvidia;  // the default pipelines are chosen by the target's vendor
+    // The default pipelines are chosen by the target's vendor; without a
+    // target, NVIDIA's, or AMD's for an input only AMD pipelines take.
+    Vendor vendor = default_pipeline_for(*input, Vendor::nvidia) ? Vendor::nvidia : Vendor::amd;
     if (!request->target().empty()) {
       Result<Target> target = parse_target(request->target());
       if (!target) return fail(target.error());

@@ -224,6 +224,10 @@ TEST_F(AmdCompileTest, PipelineShowPicksTheAmdPipelinesByTarget) {
   EXPECT_EQ(llvm_pipeline->name, "llvm-amdgpu");
   for (const char* pass : {"llvm-passes", "amdgpu-codegen", "lld-link"})
     EXPECT_NE(llvm_pipeline->toml.find(pass), std::string::npos) << pass;
+  // Without a target: the vendor whose pipelines take the input.
+  Result<PipelineDescription> untargeted = client().describe_pipeline(InputKind::hip_source, "", "");
+  ASSERT_TRUE(untargeted) << untargeted.error().message;
+  EXPECT_EQ(untargeted->name, "hip-amdgpu");
   Result<PipelineDescription> nvidia = client().describe_pipeline(InputKind::llvm_ir, "cuda:90", "");
   ASSERT_TRUE(nvidia) << nvidia.error().message;
   EXPECT_EQ(nvidia->name, "llvm-nvidia");
