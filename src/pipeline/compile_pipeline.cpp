@@ -28,6 +28,14 @@ bool edit_applies(const PipelineEdit& edit, const PipelineSpec& pipeline) {
   return has_pass(pipeline, edit.anchor);
 }
 
+// A kernel a name expression asked for ("scale<float>") takes that name
+// rather than its symbol's.
+void name_kernels_by_expression(Artifact& artifact) {
+  for (KernelInfo& kernel : artifact.kernels)
+    for (const auto& [expression, symbol] : artifact.lowered_names)
+      if (kernel.lowered_name == symbol) kernel.name = expression;
+}
+
 }  // namespace
 
 CompilePipeline::CompilePipeline(std::shared_ptr<const CudaToolkit> toolkit)
@@ -302,9 +310,7 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
     return make_error(ErrorCode::internal, "the pipeline produced a cubin for sm_" + std::to_string(info->sm) +
                                                " when " + job.target.sm_name() + " was asked for");
   artifact.kernels = std::move(info->kernels);
-  for (KernelInfo& kernel : artifact.kernels)
-    for (const auto& [expression, symbol] : artifact.lowered_names)
-      if (kernel.lowered_name == symbol) kernel.name = expression;
+  name_kernels_by_expression(artifact);
   artifact.kind = ArtifactKind::cubin;
   artifact.bytes = std::move(run->ir);
   return artifact;
@@ -333,9 +339,7 @@ Result<Artifact> CompilePipeline::run_amd(const CompileJob& job, const CompilePl
                                                job.target.processor + " was asked for");
   artifact.notes.push_back("code object v" + std::to_string(info->code_object_version) + " for " + info->target_id);
   artifact.kernels = std::move(info->kernels);
-  for (KernelInfo& kernel : artifact.kernels)
-    for (const auto& [expression, symbol] : artifact.lowered_names)
-      if (kernel.lowered_name == symbol) kernel.name = expression;
+  name_kernels_by_expression(artifact);
   artifact.kind = ArtifactKind::hsaco;
   artifact.bytes = std::move(run->ir);
   return artifact;
