@@ -22,7 +22,6 @@
 namespace kjit {
 namespace {
 
-constexpr std::string_view k_entry_suffix = ".kjit";
 constexpr std::string_view k_gc_lock_name = ".gc.lock";
 constexpr size_t k_max_key_bytes = 128;
 // A file larger than this is not read at all: no entry kjit writes gets
@@ -130,7 +129,7 @@ std::string DiskStore::path_for(std::string_view key) const {
   path += key.substr(0, 2);
   path += '/';
   path += key;
-  path += k_entry_suffix;
+  path += k_disk_entry_suffix;
   return path;
 }
 
@@ -151,7 +150,7 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
       std::string_view file_name = file->d_name;
       if (file->d_type != DT_REG && file->d_type != DT_UNKNOWN) continue;
       const bool temp = is_atomic_temp_name(file_name);
-      if (!temp && !file_name.ends_with(k_entry_suffix)) continue;
+      if (!temp && !file_name.ends_with(k_disk_entry_suffix)) continue;
       struct stat st {};
       // Sizes come from the inode alone: opening 100k entries would make
       // startup take seconds.
@@ -160,7 +159,7 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
         if (to_ns(st.st_mtim) < temp_cutoff_ns && ::unlinkat(dir_fd, file->d_name, 0) == 0) ++out.temp_files_removed;
         continue;
       }
-      std::string_view key = file_name.substr(0, file_name.size() - k_entry_suffix.size());
+      std::string_view key = file_name.substr(0, file_name.size() - k_disk_entry_suffix.size());
       if (!valid_key(key)) continue;
       out.bytes += static_cast<uint64_t>(st.st_size);
       ++out.entries;

@@ -28,6 +28,9 @@
 
 namespace kjit {
 
+// An entry's file is <root>/<first two characters of its key>/<key><suffix>.
+inline constexpr std::string_view k_disk_entry_suffix = ".kjit";
+
 // $XDG_CACHE_HOME/kjit, else $HOME/.cache/kjit, else /tmp/kjit-cache-<uid>.
 std::string default_disk_cache_directory();
 
@@ -88,6 +91,9 @@ class DiskStore final : public Store {
   // Where the entry for key lives (whether or not it exists).
   std::string path_for(std::string_view key) const;
   const std::string& directory() const { return options_.directory; }
+  // The directory of this entry format's files (<directory>/v<N>).
+  const std::string& root() const { return root_; }
+  std::chrono::milliseconds touch_interval() const { return options_.touch_interval; }
 
  private:
   struct ScannedFile;

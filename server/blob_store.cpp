@@ -10,9 +10,6 @@
 namespace kjit {
 namespace {
 
-// Versioned, so a change of spelling can never read an old entry as new.
-constexpr std::string_view k_key_domain = "kjit client blob key v1";
-
 // Length-prefixed, so no choice of fields can spell another choice's input.
 void append_field(std::string& out, std::string_view field) {
   out += std::to_string(field.size());
@@ -73,7 +70,7 @@ Status check_blob_field(std::string_view field, std::string_view value, bool is_
 }
 
 std::string blob_cache_key(std::string_view kind, std::string_view ns, std::string_view key, std::string_view name) {
-  std::string input(k_key_domain);
+  std::string input(k_blob_key_domain);
   input += '\0';
   append_field(input, kind);
   append_field(input, ns);

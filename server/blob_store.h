@@ -30,6 +30,10 @@ namespace kjit {
 inline constexpr std::string_view k_blob_kind = "client-blob";
 inline constexpr std::string_view k_blob_group_kind = "client-blob-group";
 inline constexpr std::string_view k_blob_key_suffix = "-blob";
+// What blob keys hash before their fields. Versioned, so a change of spelling
+// can never read an old entry as new; published to direct readers
+// (direct_read_manifest.h), which derive the same keys.
+inline constexpr std::string_view k_blob_key_domain = "kjit client blob key v1";
 // Bounds on what a client names: a name is a file name on the client's side.
 inline constexpr size_t k_max_blob_field_bytes = 256;
 inline constexpr size_t k_max_blob_group_names = 1024;

@@ -23,6 +23,7 @@
 #include "server/cache_service.h"
 #include "server/compile_workers.h"
 #include "server/compiler_service.h"
+#include "server/daemon_cache.h"
 #include "server/diagnostics_service.h"
 #include "server/elastic_thread_pool.h"
 #include "launch/cuda_driver.h"
@@ -35,6 +36,7 @@
 #include "server/pipeline_setup.h"
 #include "server/worker_confinement.h"
 #include "kjit/socket_path.h"
+#include "server/direct_read_manifest.h"
 
 namespace kjit {
 namespace {
@@ -118,6 +120,8 @@ Status Daemon::start() {
     group_id = *id;
   }
   if (Status s = prepare_socket_path(socket_path_, group_id); !s) return s;
+  // A manifest left by a daemon that died describes a socket no longer served.
+  remove_direct_read_manifest(socket_path_);
 
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
@@ -206,6 +210,7 @@ Status Daemon::start() {
   if (group_id && ::chown(socket_path_.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
     return make_error(ErrorCode::failed_precondition, "cannot give the socket to group " + config_.socket_group + ": " +
                                                           std::strerror(errno));
+  publish_direct_reads(cache.get());
   // NVRTC also looks for quoted includes in the working directory: make it
   // an empty one, so no request can reach a file the daemon happens to have.
   enter_empty_directory(config_);
@@ -218,6 +223,23 @@ Status Daemon::start() {
   }
   spdlog::info("kjitd listening on unix:{}{}", socket_path_, tcp);
   return Ok{};
+}
+
+// Local clients may read the disk tier themselves only where what they read
+// is what the socket would answer them: a tokenless request on the socket is
+// the local operator, in the default namespace.
+void Daemon::publish_direct_reads(const DaemonCache* cache) {
+  if (!config_.cache.direct_reads || !cache || !cache->disk) return;
+  if (config_.socket_requires_token) return;
+  DirectReadManifest manifest;
+  manifest.socket_path = socket_path_;
+  manifest.disk_root = cache->disk->root();
+  manifest.ns = "";
+  manifest.touch_interval_ms = cache->disk->touch_interval().count();
+  if (Status s = write_direct_read_manifest(manifest); !s)
+    spdlog::warn("no direct reads: {}", s.error().message);
+  else
+    spdlog::info("direct reads of the disk tier published in {}", direct_read_manifest_path(socket_path_));
 }
 
 void Daemon::wait() {
@@ -263,6 +285,8 @@ void Daemon::stop_serving(std::chrono::milliseconds grace) {
     }
     shut.notify_one();
     stop_compiles.join();
+    // The manifest first: from here on, nothing answers on the socket.
+    remove_direct_read_manifest(socket_path_);
     std::error_code ec;
     std::filesystem::remove(socket_path_, ec);
     spdlog::info("kjitd stopped");

@@ -26,6 +26,7 @@ class CompileWorkers;
 class CompileAdmission;
 class CallGate;
 class Metrics;
+struct DaemonCache;
 
 class Daemon {
  public:
@@ -68,6 +69,7 @@ class Daemon {
   std::once_flag shutdown_once_;
 
   void stop_serving(std::chrono::milliseconds grace);
+  void publish_direct_reads(const DaemonCache* cache);
 };
 
 }  // namespace kjit

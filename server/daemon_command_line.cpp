@@ -93,11 +93,13 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error");
   std::vector<std::string> plugin_flags;
   std::string cache_dir, redis;
-  bool no_disk_cache = false, no_cache = false;
+  bool no_disk_cache = false, no_cache = false, no_direct_reads = false;
   uint64_t memory_cache_bytes = 0, disk_cache_bytes = 0;
   bool memory_cache_bytes_given = false;
   app.add_option("--cache-dir", cache_dir, "disk cache directory (default: $XDG_CACHE_HOME/kjit or ~/.cache/kjit)");
   app.add_flag("--no-disk-cache", no_disk_cache, "no disk tier");
+  app.add_flag("--no-direct-reads", no_direct_reads,
+               "publish no direct-read manifest: local clients always ask over the socket");
   app.add_flag("--no-cache", no_cache, "no cache at all: every request compiles");
   app.add_option("--memory-cache-bytes", memory_cache_bytes, "memory tier size in bytes (0: none)")
       ->each([&](const std::string&) { memory_cache_bytes_given = true; });
@@ -206,6 +208,7 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   if (!cache_dir.empty()) config.cache.directory = cache_dir;
   if (no_disk_cache) config.cache.disk = false;
   if (no_cache) config.cache.enabled = false;
+  if (no_direct_reads) config.cache.direct_reads = false;
   if (memory_cache_bytes_given) config.cache.memory_bytes = memory_cache_bytes;
   if (disk_cache_bytes) config.cache.disk_bytes = disk_cache_bytes;
   if (!redis.empty()) config.cache.redis = redis;

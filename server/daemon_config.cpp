@@ -97,6 +97,7 @@ Status read_cache(const toml::node& node, const std::string& path, CacheConfig& 
     else if (k == "redis") s = text(cache.redis);
     else if (k == "redis_ttl_seconds") s = number(cache.redis_ttl_seconds, false);
     else if (k == "lease_wait_ms") s = number(cache.lease_wait_ms, true);
+    else if (k == "direct_reads") s = flag(cache.direct_reads);
     else return config_error(path, "unknown key " + full);
     if (!s) return s;
   }

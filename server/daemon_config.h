@@ -49,6 +49,9 @@ struct CacheConfig {
   std::string redis;                           // "host:port" or a unix socket path; empty: no Redis tier
   uint64_t redis_ttl_seconds = 7 * 24 * 3600;
   uint64_t lease_wait_ms = 60'000;             // how long to wait for another daemon's compile
+  // Publish the direct-read manifest beside the socket (direct_read_manifest.h),
+  // so local clients may read blobs from the disk tier without an RPC.
+  bool direct_reads = true;
 };
 
 // TLS for the TCP listener: PEM files read at start.

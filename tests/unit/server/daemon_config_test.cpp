@@ -86,6 +86,16 @@ TEST(DaemonConfig, TransportKeysAreRead) {
   EXPECT_EQ(config.admission.retry_after_ms, 250u);
 }
 
+TEST(DaemonConfig, DirectReadsAreOnUnlessTurnedOff) {
+  DaemonConfig config;
+  EXPECT_TRUE(config.cache.direct_reads);
+  ASSERT_TRUE(load_config_text("[cache]\ndirect_reads = false\n", "t", config));
+  EXPECT_FALSE(config.cache.direct_reads);
+  Status s = load("[cache]\ndirect_reads = \"no\"\n");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("cache.direct_reads"), std::string::npos) << s.error().message;
+}
+
 TEST(DaemonConfig, TransportKeysOutOfRangeOrMistypedAreRefusedNamingTheKey) {
   struct Case {
     const char* text;

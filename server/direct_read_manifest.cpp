@@ -1,0 +1,54 @@
+// The direct-read manifest (see direct_read_manifest.h).
+#include "server/direct_read_manifest.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cache/atomic_file.h"
+#include "cache/cache_entry.h"
+#include "cache/disk_store.h"
+#include "server/blob_store.h"
+
+namespace kjit {
+
+std::string direct_read_manifest_path(const std::string& socket_path) { return socket_path + ".direct.json"; }
+
+Result<std::string> direct_read_manifest_json(const DirectReadManifest& manifest) {
+  struct stat st {};
+  if (::stat(manifest.socket_path.c_str(), &st) != 0)
+    return make_error(ErrorCode::internal, "cannot stat " + manifest.socket_path + ": " + std::strerror(errno));
+  nlohmann::json json = {
+      {"format", k_direct_read_manifest_format},
+      {"socket", manifest.socket_path},
+      {"socket_device", static_cast<uint64_t>(st.st_dev)},
+      {"socket_inode", static_cast<uint64_t>(st.st_ino)},
+      {"kjitd_pid", static_cast<int64_t>(::getpid())},
+      {"disk_root", manifest.disk_root},
+      {"entry_format", k_entry_format_version},
+      {"entry_suffix", std::string(k_disk_entry_suffix)},
+      {"blob_key_domain", std::string(k_blob_key_domain)},
+      {"namespace", manifest.ns},
+      {"touch_interval_ms", manifest.touch_interval_ms},
+  };
+  return json.dump(2) + "\n";
+}
+
+Status write_direct_read_manifest(const DirectReadManifest& manifest) {
+  Result<std::string> json = direct_read_manifest_json(manifest);
+  if (!json) return json.error();
+  // Not synced: the file describes a running daemon, and a crash makes it stale anyway.
+  return write_file_atomically(direct_read_manifest_path(manifest.socket_path), *json,
+                               AtomicWriteOptions{.sync = false, .mode = 0640});
+}
+
+void remove_direct_read_manifest(const std::string& socket_path) {
+  std::error_code ec;
+  std::filesystem::remove(direct_read_manifest_path(socket_path), ec);
+}
+
+}  // namespace kjit
