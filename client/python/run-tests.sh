@@ -21,7 +21,7 @@ stamp_of() {
   {
     "$venv/bin/python" -c 'import sys; print(sys.version)'
     cd "$repo"
-    { find client/python/src -name '*.py' -not -path '*/kjit/v1/*' -not -name '_health_descriptor.py'
+    { find client/python/src -name '*.py' -not -path '*/kjit/v1/*' -not -path '*/kjit/internal/*' -not -name '_health_descriptor.py'
       find proto -name '*.proto'
       echo client/python/pyproject.toml; echo client/python/setup.py; echo client/python/README.md
     } | LC_ALL=C sort | xargs sha256sum

@@ -24,6 +24,9 @@ from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEALTH_PROTO = os.path.join("grpc", "health", "v1", "health.proto")
+# The cache entry's metadata, which kjit/_direct.py checks when it reads the
+# daemon's disk tier itself.
+RECORD_PROTO = os.path.join("kjit", "internal", "artifact_record.proto")
 
 
 def proto_dir():
@@ -59,6 +62,10 @@ def generate(out_dir):
     _protoc(["--python_out=" + out_dir, "--grpc_python_out=" + out_dir] + protos)
     with open(os.path.join(out_dir, "kjit", "v1", "__init__.py"), "w") as f:
         f.write('"""Generated from proto/kjit/v1 when the package was built."""\n')
+    os.makedirs(os.path.join(out_dir, "kjit", "internal"), exist_ok=True)
+    _protoc(["--python_out=" + out_dir, os.path.join(source, RECORD_PROTO)])
+    with open(os.path.join(out_dir, "kjit", "internal", "__init__.py"), "w") as f:
+        f.write('"""Generated from proto/kjit/internal when the package was built."""\n')
     with tempfile.TemporaryDirectory() as tmp:
         descriptor_set = os.path.join(tmp, "health.pb")
         _protoc(["--descriptor_set_out=" + descriptor_set, os.path.join(source, HEALTH_PROTO)])
@@ -80,13 +87,15 @@ def requirements():
             with open(os.path.join(tmp, "kjit", "v1", "compiler_pb2_grpc.py")) as f:
                 grpcio = re.search(r"GRPC_GENERATED_VERSION = '([^']+)'", f.read())
     except ImportError:  # metadata asked for without grpcio-tools: unversioned
-        return ["grpcio", "protobuf"]
+        return ["grpcio", "protobuf", "xxhash>=2"]
     out = ["grpcio>=" + grpcio.group(1) if grpcio else "grpcio"]
     if protobuf:
         major = int(protobuf.group(1))
         out.append("protobuf>=%s,<%d" % (".".join(protobuf.groups()), major + 1))
     else:
         out.append("protobuf")
+    # XXH3-128, the cache entries' checksum, for direct reads (kjit/_direct.py).
+    out.append("xxhash>=2")
     return out
 
 
@@ -106,7 +115,8 @@ class Sdist(sdist):
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)
         source = proto_dir()
-        protos = glob.glob(os.path.join(source, "kjit", "v1", "*.proto")) + [os.path.join(source, HEALTH_PROTO)]
+        protos = glob.glob(os.path.join(source, "kjit", "v1", "*.proto")) + \
+            [os.path.join(source, HEALTH_PROTO), os.path.join(source, RECORD_PROTO)]
         for proto in protos:
             copy = os.path.join(base_dir, "proto", os.path.relpath(proto, source))
             os.makedirs(os.path.dirname(copy), exist_ok=True)

@@ -34,8 +34,9 @@ def free_port() -> int:
 
 
 class Daemon:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, extra_args=()):
         self.root = root
+        self.extra_args = list(extra_args)
         self.socket = str(root / "k.sock")
         self.cache_dir = root / "cache"
         self.log = root / "kjitd.log"
@@ -49,7 +50,7 @@ class Daemon:
         env.pop("KJIT_SOCKET", None)
         # Plaintext TCP, on the loopback, for the tests of TCP addresses.
         command = [str(KJITD), "--socket", self.socket, "--listen", self.tcp, "--insecure-listen",
-                   "--cache-dir", str(self.cache_dir)]
+                   "--cache-dir", str(self.cache_dir)] + self.extra_args
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + START_SECONDS

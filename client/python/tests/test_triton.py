@@ -1,6 +1,7 @@
 """kjit.triton.KjitCacheManager with the real triton package: kernels one
 process compiles reach another process, with its own empty cache directory,
-through kjitd, and that process assembles nothing.
+through kjitd, and that process assembles nothing; read from the daemon's
+disk tier directly, it does not even load gRPC.
 
 No GPU needed: triton.compile for an explicit target stops at the cubin.
 Triton's assembler is pointed at a wrapper (TRITON_PTXAS_PATH and
@@ -75,12 +76,22 @@ def test_a_second_process_gets_every_kernel_from_kjit_and_assembles_nothing(daem
     first = run_child(tmp_path, "first", tmp_path / "cache-1", with_kjit)
     assert len(first["assembles"]) >= 3, first["assembles"]
 
+    assert first["grpc_loaded"], "the first process stores what it compiled over gRPC"
+
+    # Read from the daemon's disk tier directly: no gRPC loaded at all.
     second = run_child(tmp_path, "second", tmp_path / "cache-2", with_kjit)
     assert second["assembles"] == []
     assert second["cubins"] == first["cubins"]
+    assert not second["grpc_loaded"]
     # What came from kjit was written where Triton reads it.
-    assert any(f.endswith(".cubin") for f in second["cache_files"])
     assert len([f for f in second["cache_files"] if f.endswith(".cubin")]) == 3
+
+    # The same over gRPC (what a client on another host, or with a token, gets).
+    over_rpc = run_child(tmp_path, "rpc", tmp_path / "cache-3", dict(with_kjit, KJIT_DIRECT_READS="0"))
+    assert over_rpc["assembles"] == []
+    assert over_rpc["cubins"] == first["cubins"]
+    assert over_rpc["grpc_loaded"]
+    assert len([f for f in over_rpc["cache_files"] if f.endswith(".cubin")]) == 3
 
     # Triton's own file cache, for comparison: the first process's directory,
     # Triton's default manager, no kjit.
@@ -92,7 +103,7 @@ def test_a_second_process_gets_every_kernel_from_kjit_and_assembles_nothing(daem
     with capsys.disabled():
         print("\ntriton.compile of 3 kernels (seconds in triton.compile; whole process in brackets):")
         for label, run in (("compiled, stored in kjit", first), ("from kjit, empty local dir", second),
-                           ("Triton's local file cache", third)):
+                           ("the same over gRPC", over_rpc), ("Triton's local file cache", third)):
             print("  %-28s %7.3f  [%6.2f]  ptxas runs: %d" % (label, run["seconds"], run["wall"],
                                                              len(run["assembles"])))
 

@@ -1,6 +1,7 @@
 """Compiles three Triton kernels (one with tl.dot) for sm_90 without a GPU
 and prints what it got as JSON: seconds spent importing triton, seconds in
-the three triton.compile calls, and each cubin's SHA-256. Run in a fresh
+the three triton.compile calls, each cubin's SHA-256, and whether gRPC was
+loaded. Run in a fresh
 process by test_triton.py and by bench/peer_comparison.py, with the cache
 manager and cache directory under test set in its environment."""
 
@@ -59,8 +60,9 @@ def main():
         compiled = triton.compile(ASTSource(fn, signature, constexprs), target=target)
         cubins[fn.__name__] = hashlib.sha256(compiled.asm["cubin"]).hexdigest()
     seconds = time.perf_counter() - start
+    # Whether the cache manager needed gRPC (kjit's direct reads do not).
     json.dump({"import_seconds": import_seconds, "seconds": seconds, "cubins": cubins,
-               "triton": triton.__version__}, sys.stdout)
+               "triton": triton.__version__, "grpc_loaded": "grpc" in sys.modules}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -9,17 +9,38 @@
 kjit.aio.Client offers the same methods as coroutines.
 """
 
-from kjit._client import Client
-from kjit._errors import (Cancelled, DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument, KjitError, NotFound,
-                          PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented)
-from kjit._request import Request, default_address, default_socket_path, infer_kind
-from kjit._types import (BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus, CompileResult,
-                         CompileWorkersStatus, ConfinementStatus, DaemonStatus, Dim3, ExplainResult, FatbinEntry,
-                         FunctionAttribute, GcResult, KernelInfo, KeyComponent, KeyDifference, LaunchAttribute,
-                         LaunchPlan, PassTiming, PipelineDescription, PlanResult, StageTiming, TierStats,
-                         VerifyResult)
+import importlib
 
-from kjit import aio  # noqa: E402  (kjit.aio.Client after `import kjit`)
+# What each public name is imported from, on first use: `import kjit.triton`
+# (Triton's cache manager) then loads gRPC only when it needs the daemon, and
+# not at all when the disk tier serves it directly.
+_ERRORS = ("KjitError", "InvalidArgument", "FailedPrecondition", "NotFound", "ResourceExhausted", "Unavailable",
+           "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied", "Cancelled")
+_TYPES = ("BlobGroup", "BlobStats", "CacheListing", "CacheStats", "CompileBoundsStatus", "CompileResult",
+          "CompileWorkersStatus", "ConfinementStatus", "DaemonStatus", "Dim3", "ExplainResult", "FatbinEntry",
+          "FunctionAttribute", "GcResult", "KernelInfo", "KeyComponent", "KeyDifference", "LaunchAttribute",
+          "LaunchPlan", "PassTiming", "PipelineDescription", "PlanResult", "StageTiming", "TierStats", "VerifyResult")
+_SOURCES = {"Client": "kjit._client", "Request": "kjit._request", "infer_kind": "kjit._request",
+            "default_address": "kjit._address", "default_socket_path": "kjit._address",
+            "DirectReader": "kjit._direct"}
+_SOURCES.update({name: "kjit._errors" for name in _ERRORS})
+_SOURCES.update({name: "kjit._types" for name in _TYPES})
+
+
+def __getattr__(name):
+    if name == "aio":
+        return importlib.import_module("kjit.aio")
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError("module 'kjit' has no attribute %r" % name)
+    value = getattr(importlib.import_module(source), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SOURCES) | {"aio"})
+
 
 __version__ = "0.1.0"
 
@@ -30,5 +51,5 @@ __all__ = [
     "CompileResult", "KernelInfo", "Dim3", "StageTiming", "PassTiming", "KeyComponent", "FatbinEntry",
     "PipelineDescription", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
     "CacheStats", "TierStats", "BlobStats", "BlobGroup", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
-    "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "aio",
+    "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "DirectReader", "aio",
 ]

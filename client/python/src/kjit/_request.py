@@ -8,6 +8,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 
+from kjit._address import default_address, default_socket_path  # noqa: F401  (re-exported)
 from kjit._types import CompileResult
 from kjit.v1 import cache_pb2, compiler_pb2, launch_pb2
 
@@ -23,23 +24,6 @@ CHANNEL_OPTIONS = [
 ]
 
 DEFAULT_TIMEOUT = 600.0
-
-
-def default_socket_path() -> str:
-    """kjitd's default socket: $XDG_RUNTIME_DIR/kjit/kjitd.sock, else /tmp/kjit-$UID/kjitd.sock."""
-    runtime_dir = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime_dir:
-        return runtime_dir + "/kjit/kjitd.sock"
-    return "/tmp/kjit-%d/kjitd.sock" % os.getuid()
-
-
-def default_address() -> str:
-    """$KJIT_SOCKET, then $KJIT_ADDRESS, then the daemon's default socket."""
-    for variable in ("KJIT_SOCKET", "KJIT_ADDRESS"):
-        value = os.environ.get(variable)
-        if value:
-            return value
-    return default_socket_path()
 
 
 def channel_target(address: PathLike) -> str:

@@ -18,6 +18,12 @@ cannot be reached, Triton compiles as it would without it (one warning).
 Blobs live in kjitd under namespace "triton" ($KJIT_TRITON_NAMESPACE), key
 Triton's own cache key (which covers Triton's version, its backends, the
 source, the options and the target), name Triton's file name.
+
+On the same host, a daemon with a disk tier publishes where it is
+(kjit._direct): what is there is read directly, without an RPC, and gRPC is
+loaded only for what is not (a miss, a store, a Redis-only entry). A token
+($KJIT_TOKEN, for a daemon whose socket asks for one) always goes over gRPC,
+as does a TCP address ($KJIT_ADDRESS, with $KJIT_TLS_CA for TLS).
 """
 
 import logging
@@ -28,8 +34,7 @@ from typing import Dict, Optional
 
 from triton.runtime.cache import CacheManager, FileCacheManager
 
-from kjit._client import Client
-from kjit._errors import KjitError
+from kjit._direct import DirectReader
 
 __all__ = ["KjitCacheManager"]
 
@@ -46,17 +51,23 @@ _TIMEOUT = float(os.environ.get("KJIT_TRITON_TIMEOUT", "30"))
 _RETRY_AFTER = 30.0
 
 _lock = threading.Lock()
-_client: Optional[Client] = None
+_client = None  # a kjit.Client once one is needed (gRPC is loaded then)
 _client_pid: Optional[int] = None
 _down_until = 0.0
 _warned = False
+_direct: Optional[DirectReader] = None
+_direct_checked = 0.0  # when the daemon's manifest was last looked for
 
 
 def _namespace() -> str:
     return os.environ.get("KJIT_TRITON_NAMESPACE", "triton")
 
 
-def _shared_client() -> Optional[Client]:
+def _token() -> Optional[str]:
+    return os.environ.get("KJIT_TOKEN") or None
+
+
+def _shared_client():
     """One client per process: a gRPC channel does not survive fork, so a
     child (a compile worker pool, say) makes its own."""
     global _client, _client_pid
@@ -64,9 +75,25 @@ def _shared_client() -> Optional[Client]:
         return None
     with _lock:
         if _client is None or _client_pid != os.getpid():
-            _client = Client(timeout=_TIMEOUT)
+            from kjit._client import Client  # noqa: PLC0415  (gRPC only when needed)
+            _client = Client(token=_token(), tls_ca=os.environ.get("KJIT_TLS_CA") or None, timeout=_TIMEOUT)
             _client_pid = os.getpid()
         return _client
+
+
+def _direct_reader() -> Optional[DirectReader]:
+    """The disk tier's direct reader, while the daemon publishes one; looked
+    for again at most every _RETRY_AFTER seconds when there is none."""
+    global _direct, _direct_checked
+    with _lock:
+        if _direct is not None and _direct.serving():
+            return _direct
+        now = time.monotonic()
+        if _direct is None and _direct_checked and now - _direct_checked < _RETRY_AFTER:
+            return None
+        _direct_checked = now
+        _direct = DirectReader.open(token=_token())
+        return _direct
 
 
 def _failed(error: Exception) -> None:
@@ -102,18 +129,26 @@ class KjitCacheManager(CacheManager):
         self._shared = not (override or dump)
         self.cache_dir = self._local.cache_dir
 
-    def _remote(self, name: str) -> Optional[Client]:
-        if not self._shared or name.endswith(_LOCAL_ONLY_SUFFIXES):
+    def _remote(self, name: str):
+        if not self._shares(name):
             return None
         return _shared_client()
 
+    def _shares(self, name: str) -> bool:
+        return self._shared and not name.endswith(_LOCAL_ONLY_SUFFIXES)
+
     def get_file(self, filename: str) -> Optional[str]:
         path = self._local.get_file(filename)
-        if path is not None:
+        if path is not None or not self._shares(filename):
             return path
+        direct = _direct_reader()
+        data = direct.get_blob(_namespace(), self.key, filename) if direct is not None else None
+        if data is not None:
+            return self._write_fetched(filename, data)
         client = self._remote(filename)
         if client is None:
             return None
+        from kjit._errors import KjitError  # noqa: PLC0415
         try:
             data = client.get_blob(_namespace(), self.key, filename)
         except KjitError as error:
@@ -121,13 +156,14 @@ class KjitCacheManager(CacheManager):
             return None
         if data is None:
             return None
-        return self._local.put(data, filename, binary=True)
+        return self._write_fetched(filename, data)
 
     def put(self, data, filename: str, binary=True) -> str:
         data = _as_bytes(data)
         path = self._local.put(data, filename, binary=True)
         client = self._remote(filename)
         if client is not None:
+            from kjit._errors import KjitError  # noqa: PLC0415
             try:
                 client.put_blob(_namespace(), self.key, filename, data)
             except KjitError as error:
@@ -136,11 +172,45 @@ class KjitCacheManager(CacheManager):
 
     def get_group(self, filename: str) -> Optional[Dict[str, str]]:
         group = self._local.get_group(filename)
-        if group is not None:
+        if group is not None or not self._shares(filename):
             return group
+        direct = _direct_reader()
+        members = direct.get_group(_namespace(), self.key, filename) if direct is not None else None
+        if members is None:
+            members = self._remote_group(filename)
+        # The names become paths in the local directory: only plain file names.
+        if members is None or any(not _is_file_name(name) for name in members):
+            return None
+        paths = {name: self._write_fetched(name, data) for name, data in members.items()}
+        # The local group file last, so a reader of this directory that sees
+        # it sees every member.
+        self._local.put_group(filename, paths)
+        return paths
+
+    def _write_fetched(self, name: str, data: bytes) -> str:
+        """Writes what kjitd had into the local directory, atomically as
+        Triton's own put does (a temporary file renamed over the name), but
+        without the temporary directory Triton makes and removes for each
+        file: a fetched group is a few files, and this is a fifth of the cost."""
+        path = os.path.join(self.cache_dir, name)
+        temp = os.path.join(self.cache_dir, ".kjit-tmp.%d.%d.%s" % (os.getpid(), threading.get_ident(), name))
+        try:
+            with open(temp, "wb") as f:
+                f.write(data)
+            os.replace(temp, path)
+        except BaseException:
+            try:
+                os.remove(temp)
+            except OSError:
+                pass
+            raise
+        return path
+
+    def _remote_group(self, filename: str) -> Optional[Dict[str, bytes]]:
         client = self._remote(filename)
         if client is None:
             return None
+        from kjit._errors import KjitError  # noqa: PLC0415
         try:
             answer = client.get_blob_group(_namespace(), self.key, filename)
         except KjitError as error:
@@ -148,21 +218,13 @@ class KjitCacheManager(CacheManager):
             return None
         # Triton takes a group as a whole compile: a partial one (a member
         # evicted) is a miss, and the compile that follows stores it again.
-        if not answer.complete:
-            return None
-        # The names become paths in the local directory: only plain file names.
-        if any(not _is_file_name(name) for name in answer.members):
-            return None
-        paths = {name: self._local.put(data, name, binary=True) for name, data in answer.members.items()}
-        # The local group file last, so a reader of this directory that sees
-        # it sees every member.
-        self._local.put_group(filename, paths)
-        return paths
+        return answer.members if answer.complete else None
 
     def put_group(self, filename: str, group: Dict[str, str]):
         path = self._local.put_group(filename, group)
         client = self._remote(filename)
         if client is not None:
+            from kjit._errors import KjitError  # noqa: PLC0415
             try:
                 client.put_blob_group(_namespace(), self.key, filename, list(group))
             except KjitError as error:
