@@ -27,6 +27,10 @@ Result<std::string> direct_read_manifest_json(const DirectReadManifest& manifest
       {"socket", manifest.socket_path},
       {"socket_device", static_cast<uint64_t>(st.st_dev)},
       {"socket_inode", static_cast<uint64_t>(st.st_ino)},
+      // An inode is reused as soon as it is freed; with the change time (set
+      // when the socket was bound, chmod-ed and chown-ed, before this file)
+      // another daemon's socket at the same path is told apart.
+      {"socket_ctime_ns", static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec},
       {"kjitd_pid", static_cast<int64_t>(::getpid())},
       {"disk_root", manifest.disk_root},
       {"entry_format", k_entry_format_version},

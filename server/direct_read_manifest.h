@@ -10,9 +10,10 @@
 // - the file exists only while a daemon serves on that socket with a disk
 //   tier, and only when the socket serves callers without a token (the
 //   local operator's namespace); it is removed before the socket is bound
-//   and when the daemon stops, and names the socket's inode, so a reader
-//   can tell a leftover from a crashed daemon (nothing listens) or another
-//   daemon's socket (another inode);
+//   and when the daemon stops, and names the socket's inode and change
+//   time, so a reader can tell a leftover from a crashed daemon (nothing
+//   listens) or another daemon's socket; a reader also notices when the
+//   file changes under it (a daemon restarted with other settings);
 // - it names the entry format and the blob key spelling it was written
 //   for: a reader that implements others reads nothing;
 // - a reader checks what the daemon checks on every read (header, format,
@@ -41,7 +42,8 @@ struct DirectReadManifest {
 // <socket_path>.direct.json
 std::string direct_read_manifest_path(const std::string& socket_path);
 
-// The manifest's JSON, naming the socket's current inode (which must exist).
+// The manifest's JSON, naming the socket's current inode and change time
+// (the socket must exist).
 Result<std::string> direct_read_manifest_json(const DirectReadManifest& manifest);
 
 // Writes the manifest atomically (mode 0640, readable by the socket's group).

@@ -53,6 +53,8 @@ TEST_F(DirectReadManifestTest, DescribesTheServingSocketAndWhereItsBlobsLie) {
   EXPECT_EQ(manifest.at("socket"), daemon->socket_path());
   EXPECT_EQ(manifest.at("socket_inode").get<uint64_t>(), static_cast<uint64_t>(socket_stat.st_ino));
   EXPECT_EQ(manifest.at("socket_device").get<uint64_t>(), static_cast<uint64_t>(socket_stat.st_dev));
+  EXPECT_EQ(manifest.at("socket_ctime_ns").get<int64_t>(),
+            static_cast<int64_t>(socket_stat.st_ctim.tv_sec) * 1'000'000'000 + socket_stat.st_ctim.tv_nsec);
   EXPECT_EQ(manifest.at("kjitd_pid").get<int64_t>(), daemon->pid());
   EXPECT_EQ(manifest.at("disk_root"), cache_dir() + "/v3");
   EXPECT_EQ(manifest.at("entry_format"), 3);
