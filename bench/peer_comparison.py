@@ -50,6 +50,7 @@ TRITON_COMPILE = "Triton compile (empty TRITON_CACHE_DIR)"
 TRITON_UPLOAD = "Triton compile + upload to kjit (first process)"
 TRITON_LOCAL = "Triton local file-cache hit"
 TRITON_KJIT = "Triton via kjit (empty local dir)"
+TRITON_KJIT_RPC = "Triton via kjit over gRPC (KJIT_DIRECT_READS=0)"
 
 
 def log(*args):
@@ -303,26 +304,33 @@ class Bench:
         with_kjit = {"TRITON_CACHE_MANAGER": "kjit.triton:KjitCacheManager", "KJIT_SOCKET": self.triton_sock,
                      "KJIT_TRITON_NAMESPACE": "peer-%d-%d" % (os.getpid(), rep)}
         runs = [(TRITON_COMPILE, "own", {}), (TRITON_LOCAL, "own", {}),
-                (TRITON_UPLOAD, "filler", with_kjit), (TRITON_KJIT, "empty", with_kjit)]
+                (TRITON_UPLOAD, "filler", with_kjit), (TRITON_KJIT, "empty", with_kjit),
+                (TRITON_KJIT_RPC, "empty-rpc", dict(with_kjit, KJIT_DIRECT_READS="0"))]
         cubins = {}
         for row, dir_name, env in runs:
             wall, result = self.triton_child(dir_name, base / dir_name, env)
             cubins[row] = result["cubins"]
             self.triton_version = result.get("triton")
+            # The default path reads the daemon's disk tier itself: no gRPC in that process.
+            if row == TRITON_KJIT and result.get("grpc_loaded", True):
+                self.check("%s: the process loaded gRPC (no direct reads)" % row)
             self.record(row, rep, {"3 kernels": wall},
                         {"in_compile_ms": result["seconds"] * 1e3, "import_ms": result["import_seconds"] * 1e3})
-        for row in (TRITON_LOCAL, TRITON_UPLOAD, TRITON_KJIT):
+        for row in (TRITON_LOCAL, TRITON_UPLOAD, TRITON_KJIT, TRITON_KJIT_RPC):
             if cubins[row] != cubins[TRITON_COMPILE]:
                 self.check("%s: cubins differ from Triton's own compile" % row)
-        # What the via-kjit row pays to import the kjit client (grpc,
-        # protobuf): Triton imports the manager inside the first compile.
+        # What the over-gRPC row pays to import the kjit client (grpc,
+        # protobuf): Triton imports the manager inside the first compile,
+        # and the manager the client at its first round trip.
         probe = subprocess.run([self.python, "-c", "import time, triton; t = time.perf_counter(); import kjit.triton; "
-                                "print((time.perf_counter() - t) * 1e3)"], capture_output=True, text=True)
+                                "import kjit._client; print((time.perf_counter() - t) * 1e3)"],
+                               capture_output=True, text=True)
         if rep >= 0 and probe.returncode == 0:
             self.kjit_import_ms.append(float(probe.stdout.strip()))
-        got = sorted(p.name for p in (base / "empty").rglob("*.cubin"))
-        if len(got) != 3:
-            self.check("%s: %d cubins in the local dir afterwards, expected 3" % (TRITON_KJIT, len(got)))
+        for row, dir_name in ((TRITON_KJIT, "empty"), (TRITON_KJIT_RPC, "empty-rpc")):
+            got = sorted(p.name for p in (base / dir_name).rglob("*.cubin"))
+            if len(got) != 3:
+                self.check("%s: %d cubins in the local dir afterwards, expected 3" % (row, len(got)))
         shutil.rmtree(base, ignore_errors=True)
 
     # -- setup -----------------------------------------------------------
@@ -349,7 +357,7 @@ class Bench:
             self.triton_sock = self.start_daemon("triton", self.work / "cache-triton")
         else:
             why = "triton or the kjit client does not import in %s" % self.python
-            for row in (TRITON_COMPILE, TRITON_UPLOAD, TRITON_LOCAL, TRITON_KJIT):
+            for row in (TRITON_COMPILE, TRITON_UPLOAD, TRITON_LOCAL, TRITON_KJIT, TRITON_KJIT_RPC):
                 self.skipped[row] = why
 
     def run(self):
@@ -420,8 +428,8 @@ def build_rows(bench):
     rows.append((hit, KJIT_MEMORY, "whole process", s.get(KJIT_MEMORY), "1.00× (baseline)"))
     tri = "Triton, 3 kernels"
     for timed, vals in (("whole process", s), ("in triton.compile", inproc)):
-        for row in (TRITON_COMPILE, TRITON_UPLOAD, TRITON_LOCAL, TRITON_KJIT):
-            if row == TRITON_KJIT:
+        for row in (TRITON_COMPILE, TRITON_UPLOAD, TRITON_LOCAL, TRITON_KJIT, TRITON_KJIT_RPC):
+            if row in (TRITON_KJIT, TRITON_KJIT_RPC):
                 r = "%s local hit, %s compile" % (ratio(vals.get(row), vals.get(TRITON_LOCAL)),
                                                   ratio(vals.get(row), vals.get(TRITON_COMPILE)))
             elif row == TRITON_COMPILE:
@@ -461,10 +469,10 @@ def markdown(bench, info, rows):
         imports = [d["import_ms"] for v in bench.details.values() for d in v]
         lines.append("")
         lines.append("Importing triton in each Triton process: median %s ms (part of the whole-process rows, "
-                     "not of the in-triton.compile rows). Importing the kjit client (kjit.triton: grpc, "
-                     "protobuf), which Triton does inside its first triton.compile when TRITON_CACHE_MANAGER names "
-                     "it: median %s ms (part of both rows that use kjit)." % (fmt(median(imports)),
-                                                                              fmt(median(bench.kjit_import_ms))))
+                     "not of the in-triton.compile rows). Importing the kjit client with gRPC and protobuf, "
+                     "which the cache manager does inside Triton's first triton.compile when it needs a round "
+                     "trip: median %s ms (part of the upload and over-gRPC rows; the direct-read row reads the "
+                     "daemon's disk tier without it)." % (fmt(median(imports)), fmt(median(bench.kjit_import_ms))))
     lines.append("")
     lines.append("Tools: %s; ccache %s; redis %s; triton %s; kjit %s." % (
         info["cuda"], info["ccache"] or "-", info["redis"] or "-", info["triton"] or "-", info["kjit_commit"]))
