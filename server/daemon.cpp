@@ -112,7 +112,11 @@ Daemon::~Daemon() {
 }
 
 Status Daemon::start() {
-  socket_path_ = config_.socket_path.empty() ? default_socket_path() : config_.socket_path;
+  // Absolute: the daemon changes its working directory once it serves, and
+  // still removes the socket (and the manifest beside it) when it stops.
+  socket_path_ = std::filesystem::absolute(config_.socket_path.empty() ? default_socket_path() : config_.socket_path)
+                     .lexically_normal()
+                     .string();
   std::optional<gid_t> group_id;
   if (!config_.socket_group.empty()) {
     Result<gid_t> id = socket_group_id(config_.socket_group);

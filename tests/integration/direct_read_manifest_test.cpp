@@ -98,6 +98,20 @@ TEST_F(DirectReadManifestTest, ALeftoverIsReplacedAtStart) {
   EXPECT_EQ(read_manifest(daemon).at("socket_inode").get<uint64_t>(), static_cast<uint64_t>(socket_stat.st_ino));
 }
 
+// kjitd changes its working directory once it serves: a socket named by a
+// relative path is still removed, with its manifest, when it stops.
+TEST_F(DirectReadManifestTest, ARelativeSocketPathIsCleanedUpToo) {
+  const std::string absolute = temp_.path() + "/rel.sock";
+  DaemonOptions options{{"--cache-dir", cache_dir()}};
+  options.socket_path = fs::relative(absolute).string();
+  ASSERT_NE(options.socket_path.front(), '/');
+  auto daemon = std::make_unique<TestDaemon>(options);
+  EXPECT_EQ(read_manifest(*daemon).at("socket"), absolute);
+  EXPECT_EQ(daemon->stop(), 0);
+  EXPECT_FALSE(fs::exists(absolute));
+  EXPECT_FALSE(fs::exists(absolute + ".direct.json"));
+}
+
 TEST_F(DirectReadManifestTest, NoneWithoutADiskTierOrWhenTurnedOff) {
   const std::string socket = temp_.path() + "/k.sock";
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--no-disk-cache"},
