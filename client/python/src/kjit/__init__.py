@@ -10,6 +10,22 @@ kjit.aio.Client offers the same methods as coroutines.
 """
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them; at run time, __getattr__ below
+    from kjit import aio  # noqa: F401
+    from kjit._address import default_address, default_socket_path  # noqa: F401
+    from kjit._client import Client  # noqa: F401
+    from kjit._direct import DirectReader  # noqa: F401
+    from kjit._errors import (Cancelled, DeadlineExceeded, FailedPrecondition, Internal,  # noqa: F401
+                              InvalidArgument, KjitError, NotFound, PermissionDenied, ResourceExhausted,
+                              Unauthenticated, Unavailable, Unimplemented)
+    from kjit._request import Request, infer_kind  # noqa: F401
+    from kjit._types import (BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus,  # noqa: F401
+                             CompileResult, CompileWorkersStatus, ConfinementStatus, DaemonStatus, Dim3,
+                             ExplainResult, FatbinEntry, FunctionAttribute, GcResult, KernelInfo, KeyComponent,
+                             KeyDifference, LaunchAttribute, LaunchPlan, PassTiming, PipelineDescription,
+                             PlanResult, StageTiming, TierStats, VerifyResult)
 
 # What each public name is imported from, on first use: `import kjit.triton`
 # (Triton's cache manager) then loads gRPC only when it needs the daemon, and
