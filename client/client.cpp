@@ -304,6 +304,9 @@ Result<CacheStats> Client::cache_stats() const {
   stats.fleet_waits = response.fleet_waits();
   stats.lease_timeouts = response.lease_timeouts();
   stats.compile_ms_saved = response.compile_ms_saved();
+  const v1::BlobStats& blobs = response.blobs();
+  stats.blobs = {blobs.puts(),   blobs.put_bytes(),  blobs.gets(),       blobs.hits(),
+                 blobs.misses(), blobs.groups_put(), blobs.group_gets(), blobs.group_hits()};
   return stats;
 }
 

@@ -61,7 +61,12 @@ int print_stats(const CacheStats& stats, bool json) {
     std::cout << nlohmann::json{{"tiers", tiers}, {"lookups", stats.lookups}, {"misses", stats.misses},
                                 {"compiles", stats.compiles}, {"joined", stats.joined},
                                 {"fleet_waits", stats.fleet_waits}, {"lease_timeouts", stats.lease_timeouts},
-                                {"compile_ms_saved", stats.compile_ms_saved}}
+                                {"compile_ms_saved", stats.compile_ms_saved},
+                                {"blobs",
+                                 {{"puts", stats.blobs.puts}, {"put_bytes", stats.blobs.put_bytes},
+                                  {"gets", stats.blobs.gets}, {"hits", stats.blobs.hits},
+                                  {"misses", stats.blobs.misses}, {"groups_put", stats.blobs.groups_put},
+                                  {"group_gets", stats.blobs.group_gets}, {"group_hits", stats.blobs.group_hits}}}}
                      .dump()
               << std::endl;
     return k_exit_ok;
@@ -76,6 +81,12 @@ int print_stats(const CacheStats& stats, bool json) {
   std::printf("lookups %llu, misses %llu, compiles %llu (joined %llu, waited on other daemons %llu), compile time saved %.1f s\n",
               (unsigned long long)stats.lookups, (unsigned long long)stats.misses, (unsigned long long)stats.compiles,
               (unsigned long long)stats.joined, (unsigned long long)stats.fleet_waits, stats.compile_ms_saved / 1000);
+  const CacheBlobStats& b = stats.blobs;
+  std::printf("client blobs: puts %llu (%llu bytes), gets %llu (hits %llu, misses %llu), groups put %llu, "
+              "group gets %llu (whole %llu)\n",
+              (unsigned long long)b.puts, (unsigned long long)b.put_bytes, (unsigned long long)b.gets,
+              (unsigned long long)b.hits, (unsigned long long)b.misses, (unsigned long long)b.groups_put,
+              (unsigned long long)b.group_gets, (unsigned long long)b.group_hits);
   return k_exit_ok;
 }
 

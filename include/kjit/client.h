@@ -156,10 +156,21 @@ struct CacheTierStats {
            skipped = 0, answered = 0;
 };
 
+// Client blobs (what Triton's cache manager stores), counted apart from
+// compiles: CacheStats' lookups and misses never include them. Reads a
+// client made from the disk tier directly never reach the daemon and are
+// not counted.
+struct CacheBlobStats {
+  uint64_t puts = 0, put_bytes = 0;
+  uint64_t gets = 0, hits = 0, misses = 0;  // one per name; a group counts its members
+  uint64_t groups_put = 0, group_gets = 0, group_hits = 0;  // group_hits: every member found
+};
+
 struct CacheStats {
   std::vector<CacheTierStats> tiers;
   uint64_t lookups = 0, misses = 0, compiles = 0, joined = 0, fleet_waits = 0, lease_timeouts = 0;
   double compile_ms_saved = 0;
+  CacheBlobStats blobs;
 };
 
 struct CacheListing {

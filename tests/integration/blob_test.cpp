@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "kjit/client.h"
@@ -296,6 +297,29 @@ TEST_F(BlobTest, StatsCountBlobsApartFromCompiles) {
   EXPECT_EQ(after.lookups(), lookups_before);
   EXPECT_EQ(after.misses(), 0u);
   EXPECT_EQ(after.compiles(), 0u);
+
+  // The same figures through the C++ client and the CLI.
+  Result<CacheStats> from_client = Client(daemon.socket_path()).cache_stats();
+  ASSERT_TRUE(from_client) << from_client.error().message;
+  EXPECT_EQ(from_client->blobs.puts, 1u);
+  EXPECT_EQ(from_client->blobs.put_bytes, 4u);
+  EXPECT_EQ(from_client->blobs.gets, 2u);
+  EXPECT_EQ(from_client->blobs.hits, 1u);
+  EXPECT_EQ(from_client->blobs.misses, 1u);
+  EXPECT_EQ(from_client->blobs.group_gets, 0u);
+  CommandResult json = run_command({kjit_cli_path(), "--socket", daemon.socket_path(), "cache", "stats", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json blobs = nlohmann::json::parse(json.out).at("blobs");
+  EXPECT_EQ(blobs.at("puts"), 1);
+  EXPECT_EQ(blobs.at("put_bytes"), 4);
+  EXPECT_EQ(blobs.at("gets"), 2);
+  EXPECT_EQ(blobs.at("hits"), 1);
+  EXPECT_EQ(blobs.at("misses"), 1);
+  EXPECT_EQ(blobs.at("groups_put"), 0);
+  CommandResult text = run_command({kjit_cli_path(), "--socket", daemon.socket_path(), "cache", "stats"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("client blobs: puts 1 (4 bytes), gets 2 (hits 1, misses 1)"), std::string::npos)
+      << text.out;
 }
 
 TEST_F(BlobTest, ABlobKeyIsNeverACompileKey) {
