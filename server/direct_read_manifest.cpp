@@ -46,8 +46,14 @@ Status write_direct_read_manifest(const DirectReadManifest& manifest) {
   Result<std::string> json = direct_read_manifest_json(manifest);
   if (!json) return json.error();
   // Not synced: the file describes a running daemon, and a crash makes it stale anyway.
-  return write_file_atomically(direct_read_manifest_path(manifest.socket_path), *json,
-                               AtomicWriteOptions{.sync = false, .mode = 0640});
+  const std::string path = direct_read_manifest_path(manifest.socket_path);
+  if (Status s = write_file_atomically(path, *json, AtomicWriteOptions{.sync = false, .mode = 0640}); !s) return s;
+  // Readable by whoever may use the socket: its group (socket_group) too.
+  struct stat socket_stat {};
+  if (::stat(manifest.socket_path.c_str(), &socket_stat) == 0 &&
+      ::chown(path.c_str(), static_cast<uid_t>(-1), socket_stat.st_gid) != 0)
+    return make_error(ErrorCode::internal, "cannot give " + path + " to the socket's group: " + std::strerror(errno));
+  return Ok{};
 }
 
 void remove_direct_read_manifest(const std::string& socket_path) {

@@ -46,7 +46,8 @@ std::string direct_read_manifest_path(const std::string& socket_path);
 // (the socket must exist).
 Result<std::string> direct_read_manifest_json(const DirectReadManifest& manifest);
 
-// Writes the manifest atomically (mode 0640, readable by the socket's group).
+// Writes the manifest atomically, mode 0640 and in the socket's group, so
+// that whoever may use the socket may read it.
 Status write_direct_read_manifest(const DirectReadManifest& manifest);
 
 // Removes the manifest beside socket_path, if any.

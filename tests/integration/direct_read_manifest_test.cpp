@@ -45,6 +45,9 @@ TEST_F(DirectReadManifestTest, DescribesTheServingSocketAndWhereItsBlobsLie) {
   struct stat manifest_stat {};
   ASSERT_EQ(::stat(manifest_path(*daemon).c_str(), &manifest_stat), 0);
   EXPECT_EQ(manifest_stat.st_mode & 0777, 0640u) << "readable by the socket's group, not by everyone";
+  struct stat socket_group {};
+  ASSERT_EQ(::stat(daemon->socket_path().c_str(), &socket_group), 0);
+  EXPECT_EQ(manifest_stat.st_gid, socket_group.st_gid);
 
   const nlohmann::json manifest = read_manifest(*daemon);
   struct stat socket_stat {};

@@ -40,6 +40,10 @@ TEST(SocketAccess, SocketGroupGivesTheSocketToThatGroup) {
   struct stat st = stat_of(daemon.socket_path());
   EXPECT_EQ(st.st_mode & 0777, 0660u);
   EXPECT_EQ(st.st_gid, gid) << name;
+  // Whoever may use the socket may read the direct-read manifest beside it.
+  struct stat manifest = stat_of(daemon.socket_path() + ".direct.json");
+  EXPECT_EQ(manifest.st_mode & 0777, 0640u);
+  EXPECT_EQ(manifest.st_gid, gid) << name;
 }
 
 TEST(SocketAccess, AnUnknownSocketGroupStopsTheStartNamingIt) {
