@@ -18,19 +18,20 @@ namespace kjit {
 
 std::string direct_read_manifest_path(const std::string& socket_path) { return socket_path + ".direct.json"; }
 
-Result<std::string> direct_read_manifest_json(const DirectReadManifest& manifest) {
-  struct stat st {};
-  if (::stat(manifest.socket_path.c_str(), &st) != 0)
-    return make_error(ErrorCode::internal, "cannot stat " + manifest.socket_path + ": " + std::strerror(errno));
+namespace {
+
+// The manifest's JSON, naming the socket by `socket_stat`.
+std::string manifest_json(const DirectReadManifest& manifest, const struct stat& socket_stat) {
   nlohmann::json json = {
       {"format", k_direct_read_manifest_format},
       {"socket", manifest.socket_path},
-      {"socket_device", static_cast<uint64_t>(st.st_dev)},
-      {"socket_inode", static_cast<uint64_t>(st.st_ino)},
+      {"socket_device", static_cast<uint64_t>(socket_stat.st_dev)},
+      {"socket_inode", static_cast<uint64_t>(socket_stat.st_ino)},
       // An inode is reused as soon as it is freed; with the change time (set
       // when the socket was bound, chmod-ed and chown-ed, before this file)
       // another daemon's socket at the same path is told apart.
-      {"socket_ctime_ns", static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec},
+      {"socket_ctime_ns",
+       static_cast<int64_t>(socket_stat.st_ctim.tv_sec) * 1'000'000'000 + socket_stat.st_ctim.tv_nsec},
       {"kjitd_pid", static_cast<int64_t>(::getpid())},
       {"disk_root", manifest.disk_root},
       {"entry_format", k_entry_format_version},
@@ -42,16 +43,20 @@ Result<std::string> direct_read_manifest_json(const DirectReadManifest& manifest
   return json.dump(2) + "\n";
 }
 
+}  // namespace
+
 Status write_direct_read_manifest(const DirectReadManifest& manifest) {
-  Result<std::string> json = direct_read_manifest_json(manifest);
-  if (!json) return json.error();
+  struct stat socket_stat {};
+  if (::stat(manifest.socket_path.c_str(), &socket_stat) != 0)
+    return make_error(ErrorCode::internal, "cannot stat " + manifest.socket_path + ": " + std::strerror(errno));
   // Not synced: the file describes a running daemon, and a crash makes it stale anyway.
   const std::string path = direct_read_manifest_path(manifest.socket_path);
-  if (Status s = write_file_atomically(path, *json, AtomicWriteOptions{.sync = false, .mode = 0640}); !s) return s;
+  if (Status s = write_file_atomically(path, manifest_json(manifest, socket_stat),
+                                       AtomicWriteOptions{.sync = false, .mode = 0640});
+      !s)
+    return s;
   // Readable by whoever may use the socket: its group (socket_group) too.
-  struct stat socket_stat {};
-  if (::stat(manifest.socket_path.c_str(), &socket_stat) == 0 &&
-      ::chown(path.c_str(), static_cast<uid_t>(-1), socket_stat.st_gid) != 0)
+  if (::chown(path.c_str(), static_cast<uid_t>(-1), socket_stat.st_gid) != 0)
     return make_error(ErrorCode::internal, "cannot give " + path + " to the socket's group: " + std::strerror(errno));
   return Ok{};
 }

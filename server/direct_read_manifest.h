@@ -42,12 +42,9 @@ struct DirectReadManifest {
 // <socket_path>.direct.json
 std::string direct_read_manifest_path(const std::string& socket_path);
 
-// The manifest's JSON, naming the socket's current inode and change time
-// (the socket must exist).
-Result<std::string> direct_read_manifest_json(const DirectReadManifest& manifest);
-
-// Writes the manifest atomically, mode 0640 and in the socket's group, so
-// that whoever may use the socket may read it.
+// Writes the manifest atomically, naming the socket's current inode and
+// change time (the socket must exist), mode 0640 and in the socket's group,
+// so that whoever may use the socket may read it.
 Status write_direct_read_manifest(const DirectReadManifest& manifest);
 
 // Removes the manifest beside socket_path, if any.
