@@ -114,3 +114,36 @@ def test_the_manager_goes_on_without_a_daemon(tmp_path):
     result = run_child(tmp_path, "alone", tmp_path / "cache", env)
     assert len(result["assembles"]) >= 3
     assert len([f for f in result["cache_files"] if f.endswith(".cubin")]) == 3
+
+
+def test_the_manager_follows_a_restarted_daemon_to_its_new_manifest(tmp_path, monkeypatch):
+    """A daemon restarted on the same socket writes a new manifest: the
+    manager's reader of the old one reads nothing, a lookup that missed
+    drops it, and the next lookup reads through the new one."""
+    import kjit
+    import kjit.triton as manager
+    from conftest import Daemon
+
+    d = Daemon(tmp_path / "d")
+    d.root.mkdir()
+    d.start()
+    monkeypatch.setenv("KJIT_SOCKET", d.socket)
+    monkeypatch.setattr(manager, "_direct", None)
+    monkeypatch.setattr(manager, "_direct_checked", 0.0)
+    try:
+        with kjit.Client(d.socket) as client:
+            client.put_blob("ns", "K", "k.cubin", b"k")
+        first = manager._direct_reader()
+        assert first is not None and first.get_blob("ns", "K", "k.cubin") == b"k"
+        d.stop()
+        d.start()
+        assert manager._direct_reader() is first
+        assert first.get_blob("ns", "K", "k.cubin") is None
+        manager._direct_missed(first)
+        second = manager._direct_reader()
+        assert second is not None and second is not first
+        assert second.get_blob("ns", "K", "k.cubin") == b"k"
+        manager._direct_missed(second)  # a miss on a serving daemon keeps its reader
+        assert manager._direct_reader() is second
+    finally:
+        d.stop()

@@ -83,17 +83,28 @@ def _shared_client():
 
 def _direct_reader() -> Optional[DirectReader]:
     """The disk tier's direct reader, while the daemon publishes one; looked
-    for again at most every _RETRY_AFTER seconds when there is none."""
+    for again at most every _RETRY_AFTER seconds when there is none. Each of
+    its reads checks that the daemon still serves as its manifest says."""
     global _direct, _direct_checked
     with _lock:
-        if _direct is not None and _direct.serving():
-            return _direct
         now = time.monotonic()
         if _direct is None and _direct_checked and now - _direct_checked < _RETRY_AFTER:
             return None
-        _direct_checked = now
-        _direct = DirectReader.open(token=_token())
+        if _direct is None:
+            _direct_checked = now
+            _direct = DirectReader.open(token=_token())
         return _direct
+
+
+def _direct_missed(reader: DirectReader) -> None:
+    """After a direct read found nothing: a reader whose daemon no longer
+    serves as its manifest said (stopped, restarted with other settings) is
+    dropped, so that the next lookup looks for the manifest again."""
+    global _direct, _direct_checked
+    with _lock:
+        if _direct is reader and not reader.serving():
+            _direct = None
+            _direct_checked = 0.0
 
 
 def _failed(error: Exception) -> None:
@@ -145,6 +156,8 @@ class KjitCacheManager(CacheManager):
         data = direct.get_blob(_namespace(), self.key, filename) if direct is not None else None
         if data is not None:
             return self._write_fetched(filename, data)
+        if direct is not None:
+            _direct_missed(direct)
         client = self._remote(filename)
         if client is None:
             return None
@@ -177,6 +190,8 @@ class KjitCacheManager(CacheManager):
         direct = _direct_reader()
         members = direct.get_group(_namespace(), self.key, filename) if direct is not None else None
         if members is None:
+            if direct is not None:
+                _direct_missed(direct)
             members = self._remote_group(filename)
         # The names become paths in the local directory: only plain file names.
         if members is None or any(not _is_file_name(name) for name in members):
