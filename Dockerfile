@@ -49,7 +49,7 @@ RUN printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*
  && apt-get install -y --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libc-ares2 libre2-9 \
       libspdlog1.10 libfmt9 libtomlplusplus3 \
-      libllvm19 libhiredis0.14 libxxhash0 libssl3 libseccomp2 \
+      libllvm19 libhiredis0.14 libxxhash0 libssl3 libseccomp2 libsystemd0 \
       libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log

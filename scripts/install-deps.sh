@@ -12,6 +12,7 @@ packages=(
   clang-19 libclang-rt-19-dev libseccomp-dev prometheus-cpp-dev
   libamdhip64-dev libamd-comgr-dev rocm-device-libs libmsgpack-cxx-dev
   liblld-19-dev lld-19 clang-tools-19
+  libsystemd-dev
 )
 
 missing=()

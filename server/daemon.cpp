@@ -37,6 +37,7 @@
 #include "server/worker_confinement.h"
 #include "kjit/socket_path.h"
 #include "server/direct_read_manifest.h"
+#include "server/systemd_notify.h"
 
 namespace kjit {
 namespace {
@@ -226,6 +227,12 @@ Status Daemon::start() {
           (config_.tls.cert_file.empty() ? " (plaintext)" : config_.tls.client_ca_file.empty() ? " (TLS)" : " (mutual TLS)");
   }
   spdlog::info("kjitd listening on unix:{}{}", socket_path_, tcp);
+  // Last: systemd (Type=notify) counts kjitd started only now, so a unit
+  // ordered after it, or a check after `systemctl start`, finds it serving.
+  systemd_notify::ready("serving on unix:" + socket_path_ + tcp + "; " +
+                        (workers_ ? "compiles in up to " + std::to_string(config_.compile_workers) +
+                                        " confined worker process(es), started on demand"
+                                  : "compiles in the daemon's process"));
   return Ok{};
 }
 
@@ -258,11 +265,17 @@ void Daemon::drain() {
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService())
     health->SetServingStatus(false);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.drain_timeout_s);
-  spdlog::info("draining: {} call(s) in flight, up to {} s", gate_->in_flight(), config_.drain_timeout_s);
-  if (gate_->wait_idle(deadline))
+  const std::string draining = "draining: " + std::to_string(gate_->in_flight()) + " call(s) in flight, up to " +
+                               std::to_string(config_.drain_timeout_s) + " s";
+  spdlog::info("{}", draining);
+  systemd_notify::stopping(draining);
+  if (gate_->wait_idle(deadline)) {
     spdlog::info("drained: no call in flight");
-  else
+    systemd_notify::status("drained: no call in flight; stopping");
+  } else {
     spdlog::warn("drain deadline passed with {} call(s) in flight; stopping them", gate_->in_flight());
+    systemd_notify::status("drain deadline passed; stopping the calls still in flight");
+  }
   // What is left are idle connections (which gRPC would otherwise wait out
   // for the whole grace) and calls the gate refuses at once.
   stop_serving(std::chrono::milliseconds(500));
@@ -273,6 +286,8 @@ void Daemon::shutdown() { stop_serving(std::chrono::seconds(5)); }
 void Daemon::stop_serving(std::chrono::milliseconds grace) {
   if (!server_) return;
   std::call_once(shutdown_once_, [this, grace] {
+    // Again after a drain, harmless; alone after a second signal.
+    systemd_notify::stopping("stopping: calls in flight get " + std::to_string(grace.count()) + " ms");
     // Calls in flight get gRPC's grace period; a compile still running after
     // it has its worker killed, so the shutdown never waits a compile out.
     std::mutex mutex;

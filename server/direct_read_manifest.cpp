@@ -56,7 +56,14 @@ Status write_direct_read_manifest(const DirectReadManifest& manifest) {
       !s)
     return s;
   // Readable by whoever may use the socket: its group (socket_group) too.
-  if (::chown(path.c_str(), static_cast<uid_t>(-1), socket_stat.st_gid) != 0)
+  // Only changed where it differs: the file is made in the daemon's group,
+  // which is the socket's unless socket_group names another, and a hardened
+  // unit (systemd's SystemCallFilter=~@privileged) refuses chown even to
+  // the group a file already has.
+  struct stat written {};
+  if (::stat(path.c_str(), &written) != 0)
+    return make_error(ErrorCode::internal, "cannot stat " + path + ": " + std::strerror(errno));
+  if (written.st_gid != socket_stat.st_gid && ::chown(path.c_str(), static_cast<uid_t>(-1), socket_stat.st_gid) != 0)
     return make_error(ErrorCode::internal, "cannot give " + path + " to the socket's group: " + std::strerror(errno));
   return Ok{};
 }
