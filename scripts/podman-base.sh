@@ -18,6 +18,23 @@ apt_get=(apt-get -o DPkg::Lock::Timeout=900)
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
 
+# The Debian archive of apt's sources that serves the suite bookworm itself
+# (not bookworm-security or -updates): a deb822 .sources stanza's URIs: with
+# that suite in its Suites:, or a one-line entry `deb [options] URI bookworm`.
+debian_archive() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [[ -r $f ]] || continue
+    awk 'function stanza_end() { if (uri != "" && suite) { print uri; uri = ""; exit } uri = ""; suite = 0 }
+         /^[[:space:]]*#/ { next }
+         /^[[:space:]]*$/ { stanza_end(); next }
+         /^URIs:/ { uri = $2 }
+         /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") suite = 1 }
+         $1 == "deb" { for (i = 2; i < NF; i++) if ($i ~ /^[a-z+]+:\/\// && $(i + 1) == "bookworm") { print $i; exit } }
+         END { stanza_end() }' "$f"
+  done | head -1
+}
+
 # runc, not crun: crun refuses hosts whose cgroups are a hybrid v1/v2 layout.
 missing=()
 for p in podman runc debootstrap; do
@@ -70,10 +87,17 @@ fi
 root=$dir/rootfs
 if [[ ! -x $root/bin/bash ]]; then
   rm -rf "$root"
-  mirror=$(grep -h -m1 -oE '^(URIs:|deb) +[^ ]+' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
-             head -1 | awk '{print $2}' || true)
-  echo "podman-base: debootstrap bookworm from ${mirror:-http://deb.debian.org/debian} (a few minutes, once)"
-  if ! debootstrap --variant=minbase bookworm "$root.part" "${mirror:-http://deb.debian.org/debian}" >"$dir/debootstrap.log" 2>&1; then
+  # The Debian archive apt is configured with on this machine, never one
+  # written here: a host that reaches Debian only through its own mirror or
+  # proxy must build from that.
+  mirror=$(debian_archive)
+  if [[ -z $mirror ]]; then
+    echo "podman-base: no Debian archive in apt's sources (/etc/apt/sources.list, /etc/apt/sources.list.d/);" \
+      "debootstrap needs one to make the debian:12 base" >&2
+    exit 1
+  fi
+  echo "podman-base: debootstrap bookworm from $mirror, apt's archive (a few minutes, once)"
+  if ! debootstrap --variant=minbase bookworm "$root.part" "$mirror" >"$dir/debootstrap.log" 2>&1; then
     echo "podman-base: debootstrap failed; see $dir/debootstrap.log" >&2
     tail -5 "$dir/debootstrap.log" >&2
     exit 1
@@ -96,5 +120,7 @@ printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' >"$root/etc/pip.c
 tar -C "$root" -c . | podman import --quiet \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'CMD ["bash"]' - localhost/debian:12 >/dev/null
-for tag in debian:12 debian:bookworm; do podman tag localhost/debian:12 "docker.io/library/$tag"; done
+# No registry's name is given to it: podman resolves the short name
+# `debian:12` of a FROM line to localhost/debian:12 before any registry.
+podman tag localhost/debian:12 localhost/debian:bookworm
 echo "podman-base: made debian:12 ($dir)"

@@ -2,7 +2,8 @@
 # deploy/'s checks: check_manifests.py on deploy/ as it is (with kjitd
 # --check-config on every configuration), then its tests, which break copies
 # of deploy/ one thing at a time and expect each to be named, then the tests
-# of kjitd --check-config itself.
+# of kjitd --check-config itself, and that no registry or archive host is
+# written into the project (check_registry_hosts.py) with its tests.
 #   tests/deploy/run.sh [path/to/kjitd]        (default: build/bin/kjitd)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,3 +19,5 @@ python3 "$here/check_manifests.py" --kjitd "$KJITD"
 python3 "$here/test_check_manifests.py"
 python3 "$here/test_check_config.py"
 python3 "$here/test_grafana_dashboard.py"
+python3 "$here/check_registry_hosts.py"
+python3 "$here/test_check_registry_hosts.py"
