@@ -8,7 +8,8 @@
 # and the cache's statistics (with a Redis tier, a redis-server on the
 # host's loopback, when redis-server is installed), then stops the container
 # and checks kjitd exited 0. Then runs deploy/kjitd.service under systemd in
-# a privileged container of the image. Prints the image's size, its layers, and kjitd's start time
+# a privileged container of the image (ready by sd_notify, direct reads
+# for the socket's group, gRPC for others). Prints the image's size, its layers, and kjitd's start time
 # (start to health SERVING) in the container and on the host.
 #
 # Needs root (rootful podman) and, the first time, Debian's archive and
@@ -249,6 +250,29 @@ fi
 
 stop_and_check "$name" && say "kjitd in the container exited 0 after SIGTERM"
 
+# Direct reads under the unit: the manifest beside the socket is there, the
+# socket's group may read it, and a member of that group gets a blob from
+# the disk tier with no call (gRPC never loaded); a user let onto the socket
+# alone (an ACL, as an operator grants one user) cannot read the manifest
+# and gets the same bytes over gRPC.
+systemd_direct_reads() {
+  local manifest=$unit_socket.direct.json blob=6b6a69742d646972656374 out
+  local run_py="PYTHONPATH=/opt/kjit-python python3 /usr/local/lib/kjit-ctest/blob_reader.py $unit_socket"
+  local perms
+  perms=$(in_unit "stat -c '%a %G' $manifest" || true)
+  [[ $perms == "640 kjit" ]] || { fail "the unit's direct-read manifest: '$perms', not mode 640 group kjit"; return; }
+  out=$(in_unit "$run_py put ctest k1 kernel.cubin $blob" || true)
+  [[ $out == *'"put": true'* ]] || { fail "putting a blob through the unit's socket: $out"; return; }
+  out=$(in_unit "runuser -u member -- env $run_py read ctest k1 kernel.cubin $blob" || true)
+  [[ $out == *'"how": "direct", "same_bytes": true'*'"grpc_loaded_before_fallback": false'* ]] ||
+    fail "a member of the socket's group did not read the blob directly: $out"
+  in_unit "setfacl -m u:outsider:x /run/kjit && setfacl -m u:outsider:rw $unit_socket" >>"$podman_log" ||
+    { fail "could not let the user outsider onto the socket with setfacl"; return; }
+  out=$(in_unit "runuser -u outsider -- env $run_py read ctest k1 kernel.cubin $blob" || true)
+  [[ $out == *'"how": "grpc", "same_bytes": true, "manifest_readable": false'* ]] ||
+    fail "a user outside the socket's group did not fall back to gRPC: $out"
+}
+
 # --- deploy/kjitd.service, hardened as shipped, under systemd (in a
 # privileged container of the same image, so that systemd can set up its
 # sandboxing): kjitd starts, its workers confine themselves, it compiles,
@@ -258,17 +282,28 @@ if [[ ${KJIT_CTEST_SYSTEMD:-1} == 1 ]]; then
   t0=$EPOCHREALTIME
   ctx=$work/systemd
   mkdir "$ctx"
-  cp deploy/kjitd.service deploy/kjit.sysusers.conf deploy/kjitd.toml examples/vector_add.cu "$ctx/"
+  cp deploy/kjitd.service deploy/kjit.sysusers.conf deploy/kjitd.toml examples/vector_add.cu \
+    scripts/container-test/blob_reader.py "$ctx/"
+  # The Python client and what it imports, for the direct-read clients
+  # below: built here (pip --target), run by the image's Debian python3.
+  if ! python3 -m pip install --quiet --disable-pip-version-check --no-input --target "$ctx/pylib" client/python \
+         >"$work/pylib.log" 2>&1; then
+    tail -20 "$work/pylib.log" >&2
+    die "pip could not install the Python client for the systemd test image"
+  fi
   cat >"$ctx/Containerfile" <<CONTAINERFILE
 FROM $image
 USER root
-RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv \\
+RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv python3 acl \\
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 COPY kjit.sysusers.conf /usr/lib/sysusers.d/kjit.conf
 COPY kjitd.toml /etc/kjit/kjitd.toml
 COPY kjitd.service /etc/systemd/system/kjitd.service
 COPY vector_add.cu /root/
-RUN userdel kjit && systemd-sysusers && systemctl enable kjitd
+COPY blob_reader.py /usr/local/lib/kjit-ctest/
+COPY pylib /opt/kjit-python
+RUN userdel kjit && systemd-sysusers && systemctl enable kjitd \\
+ && useradd --create-home --groups kjit member && useradd --create-home outsider
 STOPSIGNAL SIGRTMIN+3
 ENTRYPOINT ["/sbin/init"]
 CMD []
@@ -283,13 +318,19 @@ CONTAINERFILE
     podman run -d --name "$name" --privileged --systemd=always "$systemd_image" >>"$podman_log" 2>&1 ||
       die "podman run (systemd) failed"
     in_unit() { podman exec "$name" sh -c "$1" 2>&1; }
+    # Type=notify: "activating" until kjitd says READY=1, which it does once
+    # its socket serves; "active" from then on. Polled until a deadline that
+    # a loaded machine never reaches (systemd's own start timeout is 90 s).
     state=
-    for ((i = 0; i < 600; i++)); do
+    deadline=$((SECONDS + 150))
+    while ((SECONDS < deadline)); do
       state=$(podman exec "$name" systemctl is-active kjitd 2>/dev/null || true)
       if [[ $state == active || $state == failed ]]; then break; fi
-      sleep 0.1
+      sleep 0.2
     done
     unit_socket=/run/kjit/kjitd.sock
+    # Asked once, on purpose: under Type=notify "active" means serving, so a
+    # refusal here is a readiness bug, not a slow machine.
     if [[ $state != active ]] || ! in_unit "kjit --socket $unit_socket health" | grep -qx SERVING; then
       fail "kjitd.service did not start under systemd (state: ${state:-none}); its journal:"
       in_unit 'journalctl -u kjitd --no-pager | tail -20' | sed 's/^/    /' >&2
@@ -299,17 +340,22 @@ CONTAINERFILE
       sed 's/^/    /' "$work/systemd-compile.log" >&2
       in_unit 'journalctl -u kjitd --no-pager | tail -20' | sed 's/^/    /' >&2
     else
+      status_text=$(in_unit 'systemctl show kjitd -p StatusText --value' || true)
+      [[ $status_text == "serving on unix:$unit_socket"* ]] ||
+        fail "kjitd.service's status (sd_notify STATUS=) is '$status_text', not 'serving on unix:$unit_socket ...'"
       confined=$(in_unit "kjit --socket $unit_socket health --verbose" | sed -n 's/^ *last worker: //p')
       [[ $confined == *Landlock*seccomp* ]] ||
         fail "the unit's compile worker did not report Landlock and seccomp: '$confined'"
+      systemd_direct_reads
       stopped=$(in_unit 'systemctl stop kjitd; systemctl show kjitd -p Result -p ExecMainStatus --value' |
                 tr '\n' ' ')
       [[ $stopped == "success 0 " ]] ||
         fail "systemctl stop kjitd: Result and ExecMainStatus were '$stopped', not 'success 0'"
       exposure=$(in_unit 'systemd-analyze security --no-pager kjitd.service' |
                  sed -n 's/.*Overall exposure level for kjitd.service: \([0-9.]*\).*/\1/p')
-      say "deploy/kjitd.service under systemd: started, compiled for cuda:90, workers confined" \
-        "(${confined%% (*}), stopped cleanly; exposure ${exposure:-?}; $(($(ms_since "$t0") / 1000)) s"
+      say "deploy/kjitd.service under systemd: ready by sd_notify, compiled for cuda:90, workers confined" \
+        "(${confined%% (*}), direct reads for the socket's group, stopped cleanly; exposure ${exposure:-?};" \
+        "$(($(ms_since "$t0") / 1000)) s"
     fi
     podman rm -f -t 0 "$name" >>"$podman_log" 2>&1 || true
   fi
