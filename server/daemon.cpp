@@ -90,6 +90,16 @@ Status prepare_socket_path(const std::string& path, std::optional<gid_t> group_i
   return Ok{};
 }
 
+// Where the socket is bound: a name of this process's beside `path`, renamed
+// onto `path` once its mode and group are set, so a client never finds a
+// socket it may not yet use. `path` itself where that name would be too
+// long for a unix socket.
+std::string binding_path(const std::string& path) {
+  const std::string temp =
+      std::filesystem::path(path).parent_path().string() + "/.kjitd-bind-" + std::to_string(::getpid());
+  return temp.size() < sizeof(sockaddr_un::sun_path) ? temp : path;
+}
+
 // NVRTC also looks for quoted includes in the working directory: the daemon
 // runs in an empty one (it compiles there when compile_workers = 0), so no
 // request can reach a file that happens to be there. Workers run in their
@@ -192,7 +202,8 @@ Status Daemon::start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path_, grpc::InsecureServerCredentials());
+  const std::string bound_path = binding_path(socket_path_);
+  builder.AddListeningPort("unix:" + bound_path, grpc::InsecureServerCredentials());
   int tcp_port = 0;
   if (Status s = add_tcp_listener(builder, config_, &tcp_port); !s) return s;
   // Room for the largest valid request; anything bigger is refused by gRPC
@@ -209,12 +220,23 @@ Status Daemon::start() {
   server_ = builder.BuildAndStart();
   if (!server_) return make_error(ErrorCode::failed_precondition, "cannot listen on unix:" + socket_path_ +
                                                                        (config_.listen_address.empty() ? "" : " or " + config_.listen_address));
+  // Health says SERVING only once the start is over (below): whoever polls
+  // it, a test, a container's probe, `kjit health`, then finds the socket's
+  // mode and group set and the direct-read manifest published.
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health) health->SetServingStatus(false);
   // Owner and group may connect; the group is the daemon's own unless
   // socket_group names another (the users allowed to compile).
-  ::chmod(socket_path_.c_str(), 0660);
-  if (group_id && ::chown(socket_path_.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
+  ::chmod(bound_path.c_str(), 0660);
+  if (group_id && ::chown(bound_path.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
     return make_error(ErrorCode::failed_precondition, "cannot give the socket to group " + config_.socket_group + ": " +
                                                           std::strerror(errno));
+  if (bound_path != socket_path_ && ::rename(bound_path.c_str(), socket_path_.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(bound_path.c_str());
+    return make_error(ErrorCode::failed_precondition,
+                      "cannot move the socket to " + socket_path_ + ": " + std::strerror(saved));
+  }
   publish_direct_reads(cache.get());
   // NVRTC also looks for quoted includes in the working directory: make it
   // an empty one, so no request can reach a file the daemon happens to have.
@@ -227,6 +249,7 @@ Status Daemon::start() {
           (config_.tls.cert_file.empty() ? " (plaintext)" : config_.tls.client_ca_file.empty() ? " (TLS)" : " (mutual TLS)");
   }
   spdlog::info("kjitd listening on unix:{}{}", socket_path_, tcp);
+  if (health) health->SetServingStatus(true);
   // Last: systemd (Type=notify) counts kjitd started only now, so a unit
   // ordered after it, or a check after `systemctl start`, finds it serving.
   systemd_notify::ready("serving on unix:" + socket_path_ + tcp + "; " +

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,9 @@ TEST(ServiceManager, ReadyOnlyOnceServingAndStoppingWhenDraining) {
   EXPECT_EQ(*health, "SERVING");
   EXPECT_TRUE(contains(before_ready, "STATUS=serving on unix:" + socket_path)) << before_ready.back();
   EXPECT_FALSE(contains(before_ready, "STOPPING=1"));
+  // The socket was bound under a name of its own and moved into place.
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename().string().rfind(".kjitd-bind-", 0), std::string::npos) << entry.path();
 
   kjitd->signal(SIGTERM);
   const std::vector<std::string> after = manager.until("STOPPING=1", std::chrono::seconds(30));
