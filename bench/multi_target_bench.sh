@@ -27,7 +27,9 @@ start_daemon() {
   rm -rf "$work/cache" "$work/k.sock"
   XDG_CACHE_HOME="$work/cache" "$kjitd" --socket "$work/k.sock" >"$work/kjitd.log" 2>&1 &
   daemon_pid=$!
-  for _ in $(seq 100); do
+  # Polled for 30 s at most: a loaded machine may take seconds to start it.
+  local deadline=$((SECONDS + 30))
+  while ((SECONDS < deadline)) && kill -0 "$daemon_pid" 2>/dev/null; do
     "$kjit" health -s "$work/k.sock" >/dev/null 2>&1 && return 0
     sleep 0.05
   done

@@ -12,6 +12,7 @@
 #include "redis_server.h"
 #include "support/cuda_kernels.h"
 #include "support/daemon_test.h"
+#include "support/eventually.h"
 #include "support/fails_with.h"
 #include "temp_dir.h"
 
@@ -162,14 +163,18 @@ TEST_F(CacheTest, RequestsKeepSucceedingWhileRedisIsDownAndUseItWhenBack) {
     EXPECT_EQ(r->cache, "compiled");
   }
   ASSERT_TRUE(redis.start());
-  // The breaker retries Redis after its backoff; within a few seconds new
-  // entries reach it again.
-  bool reached = false;
-  for (int i = 0; i < 100 && !reached; ++i) {
-    ASSERT_TRUE(client.compile(request("back-" + std::to_string(i))));
-    reached = redis.command({"DBSIZE"}) != "0";
-    if (!reached) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  // The breaker retries Redis after its backoff (up to 30 s, doubled by
+  // each failed probe while it was down); then new entries reach it again.
+  int i = 0;
+  std::string failed;  // a compile that failed meanwhile ends the wait
+  const bool reached = eventually(
+      [&] {
+        auto r = client.compile(request("back-" + std::to_string(i++)));
+        if (!r) failed = r.error().message;
+        return !r || redis.command({"DBSIZE"}) != "0";
+      },
+      std::chrono::seconds(90), std::chrono::milliseconds(100));
+  ASSERT_TRUE(failed.empty()) << "a compile failed after Redis came back: " << failed;
   EXPECT_TRUE(reached) << "nothing written to Redis after it came back";
 }
 

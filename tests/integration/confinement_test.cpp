@@ -253,11 +253,13 @@ TEST(Confinement, WithoutLandlockTheDaemonRefusesToStartUnlessSandboxIsOff) {
   EXPECT_FALSE(fs::exists(socket + ".sock"));
 
   // With sandbox = "off" the same host serves, and compiles, unconfined.
+  // The shell waits for it to serve as DaemonProcess does: polled, for 30 s
+  // at most (a loaded machine may take long to start it).
   const fs::path config = socket + ".toml";
   std::ofstream(config) << "sandbox = \"off\"\ncompile_workers = 1\n";
   CommandResult served = run_command({KJIT_TEST_WITHOUT_LANDLOCK, "/bin/sh", "-c",
                                       kjitd_path() + " --config " + config.string() + " --socket " + socket +
-                                          ".sock --no-cache & pid=$!; for i in $(seq 100); do " + kjit_cli_path() +
+                                          ".sock --no-cache & pid=$!; for i in $(seq 300); do " + kjit_cli_path() +
                                           " health --socket " + socket + ".sock >/dev/null 2>&1 && break; sleep 0.1; "
                                           "done; " + kjit_cli_path() + " health --verbose --socket " + socket +
                                           ".sock; kill $pid; wait $pid"});

@@ -15,6 +15,7 @@
 
 #include "kjit/client.h"
 #include "support/daemon_test.h"
+#include "support/eventually.h"
 #include "support/fails_with.h"
 #include "support/llvm_kernels.h"
 #include "test_pipelines.h"
@@ -157,17 +158,25 @@ void expect_stop_without_waiting_out_the_compile(const std::vector<std::string>&
     request.pipeline = "llvm-hanging";
     answer = Client(daemon.socket_path()).compile(request);
   });
-  std::this_thread::sleep_for(1s);  // the compile is in its worker by now
+  // The compile is in flight once a worker was started for it (the daemon
+  // starts them on demand).
+  EXPECT_TRUE(eventually([&] { return workers_of(daemon.pid()) >= 1; })) << "no worker started for the compile";
   const auto start = std::chrono::steady_clock::now();
   if (signal_twice) {
     daemon.signal(SIGTERM);
-    std::this_thread::sleep_for(300ms);
+    // Draining: the first SIGTERM was taken, so the second is not merged
+    // into it while pending.
+    EXPECT_TRUE(eventually([&] {
+      Result<std::string> health = Client(daemon.socket_path(), {std::chrono::seconds(5)}).health();
+      return health && *health == "NOT_SERVING";
+    })) << "the daemon did not start draining on SIGTERM";
   }
   const int status = daemon.stop();
   const auto took = std::chrono::steady_clock::now() - start;
   caller.join();
   EXPECT_EQ(status, 0);
-  EXPECT_LT(took, 15s) << "the daemon waited for the hanging compile (its time bound is 120 s)";
+  // Far less than the compile's time bound; the margin is for a loaded machine.
+  EXPECT_LT(took, 60s) << "the daemon waited for the hanging compile (its time bound is 120 s)";
   ASSERT_TRUE(answer.has_value());
   EXPECT_FALSE(*answer) << "a hanging compile cannot have succeeded";
 }
@@ -241,10 +250,18 @@ class InProcessWorkersTest : public ::testing::Test {
     KJIT_SKIP_WITHOUT_TOOLKIT();
     dir_ = fs::temp_directory_path() / ("kjit-workers-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
+    start_pool("3");
+  }
+  // The pool (anew) with this compile time bound in seconds: the tests of
+  // abandonment give theirs room, so that nothing but the abandonment
+  // stops their compiles however slowly they run.
+  void start_pool(const std::string& time_bound_s) {
+    workers_.reset();
     const fs::path config = dir_ / "kjitd.toml";
     std::ofstream(config) << k_pipelines;
-    std::vector<std::string> args{kjitd_path(), "--config", config.string(), "--plugin",
-                                  plugin_path("failing_pass_plugin"), "--no-cache", "--compile-timeout", "3"};
+    std::vector<std::string> args{
+        kjitd_path(), "--config",          config.string(), "--plugin", plugin_path("failing_pass_plugin"),
+        "--no-cache", "--compile-timeout", time_bound_s};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     int exit_code = 0;
@@ -290,23 +307,29 @@ class InProcessWorkersTest : public ::testing::Test {
 };
 
 TEST_F(InProcessWorkersTest, AnAbandonedCompileKillsItsWorkerAndTheNextCompileGetsANewOne) {
+  ASSERT_NO_FATAL_FAILURE(start_pool("60"));
   // A worker ready first: the hanging compile is running, not starting its
   // worker, when it is abandoned.
   Result<Artifact> warm = compile("");
   ASSERT_TRUE(warm) << warm.error().message;
   ASSERT_EQ(workers_->counters().started, 1u);
-  std::atomic<size_t> workers_while_running{0};
-  std::thread watch([&] {
-    std::this_thread::sleep_for(200ms);  // the hanging compile is in its worker by now
+  // The pool asks whether the compile was abandoned once before it sends the
+  // job to the worker, then between waits for the answer: from its second
+  // question on, the job is in the worker. It is abandoned then.
+  int asked = 0;
+  size_t workers_while_running = 0;
+  std::chrono::steady_clock::time_point abandoned_at;
+  Result<Artifact> abandoned = compile("llvm-hanging", [&] {
+    if (++asked < 2) return false;
     workers_while_running = workers_of(::getpid());
+    abandoned_at = std::chrono::steady_clock::now();
+    return true;
   });
-  const auto began = std::chrono::steady_clock::now();
-  Result<Artifact> abandoned = compile("llvm-hanging", abandoned_after(300ms));
-  const auto took = std::chrono::steady_clock::now() - began;
-  watch.join();
+  const auto took = std::chrono::steady_clock::now() - abandoned_at;
   ASSERT_TRUE(fails_with(abandoned, ErrorCode::cancelled, "compile abandoned"));
-  EXPECT_LT(took, 1500ms) << "the compile was not stopped when it was abandoned (its time bound is 3 s)";
-  EXPECT_EQ(workers_while_running.load(), 1u);
+  // Far less than the time bound; the margin is for a loaded machine.
+  EXPECT_LT(took, 10s) << "the compile was not stopped when it was abandoned (its time bound is 60 s)";
+  EXPECT_EQ(workers_while_running, 1u);
   EXPECT_EQ(workers_of(::getpid()), 0u) << "the abandoned compile's worker is still there";
   WorkerCounters counters = workers_->counters();
   EXPECT_EQ(counters.kills["cancelled"], 1u);
@@ -323,17 +346,44 @@ TEST_F(InProcessWorkersTest, AnAbandonedCompileKillsItsWorkerAndTheNextCompileGe
 }
 
 TEST_F(InProcessWorkersTest, ACompileAbandonedWhileWaitingForAWorkerKillsNone) {
-  // The one worker hangs until its own compile is abandoned, later.
+  ASSERT_NO_FATAL_FAILURE(start_pool("60"));
+  // The one worker hangs until its own compile is abandoned: once the test
+  // says so, or after 30 s, so that a pool that never gives the second
+  // compile up fails the test rather than hanging it.
+  std::atomic<bool> release_first{false};
+  std::atomic<int> first_asked{0};
+  const auto first_gone = abandoned_after(30s);
   std::optional<Result<Artifact>> first;
-  std::thread hanging([&] { first.emplace(compile("llvm-hanging", abandoned_after(1200ms))); });
-  std::this_thread::sleep_for(300ms);
-  const auto began = std::chrono::steady_clock::now();
-  Result<Artifact> waiting = compile("", abandoned_after(200ms));
-  const auto took = std::chrono::steady_clock::now() - began;
-  ASSERT_TRUE(fails_with(waiting, ErrorCode::cancelled, "compile abandoned"));
-  EXPECT_LT(took, 700ms) << "it waited for the worker after it was abandoned";
-  EXPECT_EQ(workers_->counters().kills["cancelled"], 0u) << "a compile that never ran has no worker to kill";
+  std::thread hanging([&] {
+    first.emplace(compile("llvm-hanging", [&] {
+      ++first_asked;
+      return release_first.load() || first_gone();
+    }));
+  });
+  // Asked once before the job is sent, then between waits for the answer:
+  // from the second question on, the job runs in the pool's only worker.
+  if (!eventually([&] { return first_asked.load() >= 2; })) {
+    release_first = true;
+    hanging.join();
+    FAIL() << "the hanging compile never ran in a worker";
+  }
+  // Gives up at its second look, so after waiting for a worker a while.
+  int asked = 0;
+  std::chrono::steady_clock::time_point abandoned_at;
+  Result<Artifact> waiting = compile("", [&] {
+    if (++asked < 2) return false;
+    abandoned_at = std::chrono::steady_clock::now();
+    return true;
+  });
+  const auto took = std::chrono::steady_clock::now() - abandoned_at;
+  const uint64_t killed_meanwhile = workers_->counters().kills["cancelled"];
+  release_first = true;
   hanging.join();
+  ASSERT_TRUE(fails_with(waiting, ErrorCode::cancelled, "compile abandoned"));
+  // The worker is not free before the first compile is released; the margin
+  // is for a loaded machine.
+  EXPECT_LT(took, 10s) << "it waited for the worker after it was abandoned";
+  EXPECT_EQ(killed_meanwhile, 0u) << "a compile that never ran has no worker to kill";
   ASSERT_TRUE(first && fails_with(*first, ErrorCode::cancelled, "compile abandoned"));
   EXPECT_EQ(workers_->counters().kills["cancelled"], 1u);
 }

@@ -6,7 +6,10 @@
 #include <kjit/plugin.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
 
 namespace {
 
@@ -47,20 +50,27 @@ int hang(const kjit_pass_input*, const kjit_pass_output*) {
   while (true) ::sleep(1);
 }
 
-// A slow compile that succeeds: its input, unchanged, after 1.5 s (for tests
-// of queues, deadlines and draining that need a compile in flight).
+// A slow compile that succeeds: its input, unchanged, after 1.5 s or the
+// argument "ms" milliseconds (for tests of queues, deadlines and draining
+// that need a compile in flight, some of them long enough to act on it
+// however slowly a loaded machine runs the test).
 int slow(const kjit_pass_input* input, const kjit_pass_output* output) {
-  ::usleep(1'500'000);
+  long ms = 1500;
+  for (size_t i = 0; i < input->arg_count; ++i)
+    if (std::strcmp(input->args[i].key, "ms") == 0) ms = std::strtol(input->args[i].value, nullptr, 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   output->write_ir(output->host, input->ir, input->ir_size);
   return 0;
 }
+
+const char* const k_slow_args[] = {"ms"};
 
 const kjit_pass_desc k_passes[] = {
     {"test-fail", "1.0", "ptx", "ptx", nullptr, 0, fail},
     {"test-garbage", "1.0", "ptx", "ptx", nullptr, 0, garbage},
     {"test-crash", "1.0", "ptx", "ptx", nullptr, 0, crash},
     {"test-hang", "1.0", "ptx", "ptx", nullptr, 0, hang},
-    {"test-slow", "1.0", "ptx", "ptx", nullptr, 0, slow},
+    {"test-slow", "1.0", "ptx", "ptx", k_slow_args, 1, slow},
     {"test-segfault", "1.0", "ptx", "ptx", nullptr, 0, segfault},
     {"test-unchecked-allocation", "1.0", "ptx", "ptx", nullptr, 0, unchecked_allocation},
 };

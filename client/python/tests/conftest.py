@@ -53,20 +53,29 @@ class Daemon:
                    "--cache-dir", str(self.cache_dir)] + self.extra_args
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        # Started once health says SERVING, which kjitd says only once its
+        # start-up is over (socket mode, direct-read manifest).
         deadline = time.monotonic() + START_SECONDS
-        with kjit.Client(self.socket, timeout=1) as client:
-            while True:
-                if self.process.poll() is not None:
-                    pytest.fail("kjitd exited with %d:\n%s" % (self.process.returncode, self.log_text()), pytrace=False)
-                try:
-                    if client.health() == "SERVING":
-                        return
-                except kjit.KjitError:
-                    pass
-                if time.monotonic() > deadline:
-                    self.stop()
-                    pytest.fail("kjitd not SERVING after %ds:\n%s" % (START_SECONDS, self.log_text()), pytrace=False)
-                time.sleep(0.05)
+        while True:
+            if self.process.poll() is not None:
+                pytest.fail("kjitd exited with %d:\n%s" % (self.process.returncode, self.log_text()), pytrace=False)
+            if self._serving():
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail("kjitd not started after %ds:\n%s" % (START_SECONDS, self.log_text()), pytrace=False)
+            time.sleep(0.05)
+
+    def _serving(self) -> bool:
+        # A fresh channel per poll, with subchannels of its own: a channel
+        # whose connects failed waits out a growing backoff before it tries
+        # again, which would eat into the deadline.
+        try:
+            with kjit.Client(self.socket, timeout=5,
+                             channel_options=[("grpc.use_local_subchannel_pool", 1)]) as client:
+                return client.health() == "SERVING"
+        except kjit.KjitError:
+            return False
 
     def stop(self):
         if self.process and self.process.poll() is None:

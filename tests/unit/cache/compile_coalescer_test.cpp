@@ -19,6 +19,7 @@
 #include "fake_leases.h"
 #include "redis_server.h"
 #include "sample_entries.h"
+#include "support/eventually.h"
 #include "temp_dir.h"
 #include "typed_setup.h"
 
@@ -38,6 +39,22 @@ CompileCoalescer::Compile slow_compile(std::atomic<int>& compiles, std::chrono::
   return [&compiles, duration]() -> Result<CacheEntry> {
     ++compiles;
     std::this_thread::sleep_for(duration);
+    CacheEntry entry = make_entry("", "the one cubin");
+    entry.compile_ms = 0;
+    entry.created_unix = 0;
+    return entry;
+  };
+}
+
+// A compile that returns only once `waiter` waits on another daemon's lease
+// (bounded), and compile_time after that: the other daemon is certainly
+// waiting while it runs, however slowly the test's threads get going.
+CompileCoalescer::Compile compile_once_waited_on(std::atomic<int>& compiles, const CompileCoalescer& waiter,
+                                                 std::chrono::milliseconds compile_time = 0ms) {
+  return [&compiles, &waiter, compile_time]() -> Result<CacheEntry> {
+    ++compiles;
+    EXPECT_TRUE(test::eventually([&] { return waiter.stats().fleet_waits > 0; })) << "nobody waited on the lease";
+    std::this_thread::sleep_for(compile_time);
     CacheEntry entry = make_entry("", "the one cubin");
     entry.compile_ms = 0;
     entry.created_unix = 0;
@@ -181,14 +198,15 @@ class CompileCoalescerFleet : public test::SetupTest<Fleet> {
     return std::make_unique<CompileCoalescer>(cache, link.leases, options);
   }
 
-  // Daemon a compiles for compile_time while daemon b asks for the same key:
-  // b waits for a's lease to go and answers with a's result from the shared
-  // tier, without compiling.
+  // Daemon a compiles while daemon b asks for the same key: b waits for a's
+  // lease to go and answers with a's result from the shared tier, without
+  // compiling. a's compile goes on until b waits on its lease, and then for
+  // compile_time.
   void expect_one_compile_for_two_daemons(CompileCoalescer::Options options, std::chrono::milliseconds compile_time) {
     auto a = daemon(options);
     auto b = daemon(options);
     std::atomic<int> compiles{0};
-    CompilingDaemon holder(*a, key_for(1), slow_compile(compiles, compile_time));
+    CompilingDaemon holder(*a, key_for(1), compile_once_waited_on(compiles, *b, compile_time));
     Result<CacheOutcome> b_result = b->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
     Result<CacheOutcome> a_result = holder.result();
 
@@ -222,7 +240,14 @@ TYPED_TEST(CompileCoalescerFleet, TwoDaemonsCompileCoalescer) {
   auto a = this->daemon();
   auto b = this->daemon();
   std::atomic<int> compiles{0};
-  const CompileCoalescer::Compile compile = slow_compile(compiles, 400ms);
+  // Whichever daemon compiles, it returns once the other one waits on its
+  // lease (bounded): they overlap however slowly the threads get going.
+  const CompileCoalescer::Compile compile = [&]() -> Result<CacheEntry> {
+    ++compiles;
+    EXPECT_TRUE(test::eventually([&] { return a->stats().fleet_waits + b->stats().fleet_waits > 0; }))
+        << "neither daemon waited on the other's lease";
+    return make_entry("", "the one cubin");
+  };
   std::latch start(32);
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
@@ -267,9 +292,11 @@ TYPED_TEST(CompileCoalescerFleet, LeaseRenewalStopsWhenTheCompileReturns) {
 
 TYPED_TEST(CompileCoalescerFleet, ExpiredLeaseOfACrashedDaemonIsTakenOver) {
   auto d = this->daemon();
+  // Timed from before the lease was taken: a slow thread lengthens the wait
+  // measured, never shortens it below the lease's 300 ms.
+  const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(this->leases().try_acquire(key_for(1), "crashed-daemon", 300ms), LeaseOutcome::acquired);
   std::atomic<int> compiles{0};
-  const auto start = std::chrono::steady_clock::now();
   Result<CacheOutcome> r = d->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->source, CacheSource::compiled);
@@ -308,18 +335,30 @@ TEST_F(CompileCoalescerFakeFleet, LeaseWhoseHolderStopsRenewingExpiresAndTheWait
   auto a = daemon({.lease_ttl = 200ms, .poll_interval = 10ms, .owner = "daemon-a"});
   auto b = daemon({.lease_ttl = 200ms, .poll_interval = 10ms, .owner = "daemon-b"});
   std::atomic<int> compiles{0};
-  CompilingDaemon holder(*a, key_for(1), slow_compile(compiles, 1500ms));
-  setup_.leases->cut_off("daemon-a");
+  // a's compile: once b waits on a's lease, a loses the lease store, and
+  // it goes on until b has compiled (bounded), so b cannot have waited for
+  // it to end.
+  std::atomic<bool> a_outlived_b{false};
+  const CompileCoalescer::Compile a_compile = [&]() -> Result<CacheEntry> {
+    ++compiles;
+    EXPECT_TRUE(test::eventually([&] { return b->stats().fleet_waits > 0; })) << "b never waited on a's lease";
+    setup_.leases->cut_off("daemon-a");
+    a_outlived_b = test::eventually([&] { return compiles.load() == 2; });
+    return make_entry("", "the one cubin");
+  };
+  // Timed from before a took its lease: a slow thread lengthens the time
+  // measured, never shortens it below the lease's 200 ms.
   const auto start = std::chrono::steady_clock::now();
+  CompilingDaemon holder(*a, key_for(1), a_compile);
   Result<CacheOutcome> b_result = b->get_or_compile(key_for(1), slow_compile(compiles, 10ms));
-  const auto waited = std::chrono::steady_clock::now() - start;
+  const auto b_done = std::chrono::steady_clock::now() - start;
   Result<CacheOutcome> a_result = holder.result();
 
   ASSERT_TRUE(b_result.ok()) << b_result.error().message;
   EXPECT_EQ(b_result->source, CacheSource::compiled);
   EXPECT_EQ(compiles.load(), 2);
-  EXPECT_GE(waited, 150ms);  // for the lease to expire, not for a's compile
-  EXPECT_LT(waited, 1200ms);
+  EXPECT_GE(b_done, 200ms);  // for the lease to expire
+  EXPECT_TRUE(a_outlived_b.load()) << "b waited for a's compile to end, not for its lease to expire";
   EXPECT_EQ(b->stats().fleet_waits, 1u);
   EXPECT_EQ(b->stats().lease_timeouts, 0u);
   ASSERT_TRUE(a_result.ok()) << a_result.error().message;

@@ -33,6 +33,12 @@ std::unique_ptr<DiskStore> open_store(const std::string& dir, uint64_t max_bytes
   return store.ok() ? std::move(store).value() : nullptr;
 }
 
+// Each child goes on past its duration until it has done this many puts
+// and hits (bounded by k_hammer_limit): a loaded machine gets through fewer
+// operations in the same time, and the test counts what was done.
+constexpr uint64_t k_min_puts_and_hits = 16;
+constexpr auto k_hammer_limit = std::chrono::seconds(60);
+
 // Runs in a forked child: no gtest assertions here, only counting.
 ChildReport hammer(const std::string& dir, int writer, std::chrono::milliseconds duration) {
   ChildReport report;
@@ -42,8 +48,13 @@ ChildReport hammer(const std::string& dir, int writer, std::chrono::milliseconds
     return report;
   }
   std::mt19937 random(writer * 7919 + 1);
-  const auto end = Clock::now() + duration;
-  for (int sequence = 0; Clock::now() < end; ++sequence) {
+  const auto start = Clock::now();
+  auto going = [&] {
+    const auto now = Clock::now();
+    if (now < start + duration) return true;
+    return now < start + k_hammer_limit && (report.puts < k_min_puts_and_hits || report.hits < k_min_puts_and_hits);
+  };
+  for (int sequence = 0; going(); ++sequence) {
     const std::string key = key_for(static_cast<int>(random() % 24));
     if (random() % 2 == 0) {
       const size_t size = 1 + random() % (64 * 1024);

@@ -5,10 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "redis_server.h"
 #include "sample_entries.h"
+#include "support/eventually.h"
 
 namespace kjit {
 namespace {
@@ -36,10 +35,12 @@ TEST_F(RedisLeasesTest, LeaseHasOneOwnerAndOnlyTheOwnerReleasesIt) {
 
 TEST_F(RedisLeasesTest, LeaseExpiresSoACrashedOwnerCannotBlock) {
   const std::string key = key_for(1);
-  EXPECT_EQ(leases_.try_acquire(key, "crashed", 150ms), LeaseOutcome::acquired);
+  // Long enough to be still held at the next call however slowly this runs.
+  EXPECT_EQ(leases_.try_acquire(key, "crashed", 2s), LeaseOutcome::acquired);
   EXPECT_EQ(leases_.try_acquire(key, "other", 10s), LeaseOutcome::held_by_other);
-  std::this_thread::sleep_for(250ms);
-  EXPECT_EQ(leases_.try_acquire(key, "other", 10s), LeaseOutcome::acquired);
+  // Nobody renews or releases it: it expires, and another may take it.
+  EXPECT_TRUE(test::eventually([&] { return leases_.try_acquire(key, "other", 10s) == LeaseOutcome::acquired; }))
+      << "the crashed owner's lease never expired";
   // The expired owner's late release must not drop the new owner's lease.
   ASSERT_TRUE(leases_.release(key, "crashed").ok());
   EXPECT_EQ(leases_.holder(key).value(), std::optional<std::string>("other"));
@@ -48,23 +49,27 @@ TEST_F(RedisLeasesTest, LeaseExpiresSoACrashedOwnerCannotBlock) {
 TEST_F(RedisLeasesTest, OwnerRenewsItsLease) {
   const std::string key = key_for(1);
   ASSERT_EQ(leases_.try_acquire(key, "daemon-a", 500ms), LeaseOutcome::acquired);
+  const auto renewing = std::chrono::steady_clock::now();
   Status renewed = leases_.renew(key, "daemon-a", 10s);
   ASSERT_TRUE(renewed.ok()) << renewed.error().message;
   const long long ttl_ms = std::stoll(server_.command({"PTTL", leases_.lease_key(key)}));
-  EXPECT_GT(ttl_ms, 9'000);
+  // 10 s from the renewal, less the time since (however long it was).
+  const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - renewing);
+  EXPECT_GE(ttl_ms, 10'000 - since.count() - 1);
   EXPECT_LE(ttl_ms, 10'000);
   EXPECT_EQ(leases_.holder(key).value(), std::optional<std::string>("daemon-a"));
 }
 
 TEST_F(RedisLeasesTest, OnlyTheOwnerRenewsALease) {
   const std::string key = key_for(1);
-  ASSERT_EQ(leases_.try_acquire(key, "daemon-a", 1s), LeaseOutcome::acquired);
-  Status renewed = leases_.renew(key, "daemon-b", 10s);
+  // Long enough to be still held when looked at, however slowly this runs.
+  ASSERT_EQ(leases_.try_acquire(key, "daemon-a", 5s), LeaseOutcome::acquired);
+  Status renewed = leases_.renew(key, "daemon-b", 60s);
   ASSERT_FALSE(renewed.ok());
   EXPECT_EQ(renewed.error().code, ErrorCode::not_found) << renewed.error().message;
   const long long ttl_ms = std::stoll(server_.command({"PTTL", leases_.lease_key(key)}));
   EXPECT_GT(ttl_ms, 0);
-  EXPECT_LE(ttl_ms, 1'000);
+  EXPECT_LE(ttl_ms, 5'000);
   EXPECT_EQ(leases_.holder(key).value(), std::optional<std::string>("daemon-a"));
   EXPECT_EQ(redis_->errors(), 0u);  // a lost lease is not a Redis failure
 }

@@ -10,8 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <thread>
+#include "support/eventually.h"
 
 namespace kjit::test {
 namespace {
@@ -64,11 +63,17 @@ bool RedisServer::start() {
     ::_exit(127);
   }
   pid_ = pid;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (command({"PING"}) == "PONG") return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // Generous: a loaded machine may take seconds to start it. A server that
+  // exited (its port taken meanwhile) ends the wait at once.
+  const bool answers = eventually([&] {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return true;
+    }
+    return command({"PING"}) == "PONG";
+  });
+  if (answers && pid_ > 0) return true;
   stop();
   return false;
 }

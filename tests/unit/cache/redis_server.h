@@ -24,7 +24,8 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   // Starts (or restarts) the server on the same port and waits until it
-  // answers PING; false if it does not within a few seconds.
+  // answers PING; false if it exits first or does not answer within the
+  // (generous) deadline of support/eventually.h.
   bool start();
   void stop();
 

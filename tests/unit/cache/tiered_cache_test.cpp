@@ -10,6 +10,7 @@
 #include "cache/redis_store.h"
 #include "redis_server.h"
 #include "sample_entries.h"
+#include "support/eventually.h"
 #include "temp_dir.h"
 
 namespace kjit {
@@ -103,9 +104,11 @@ TEST(TieredCache, NoTiersIsAlwaysAMiss) {
 
 class TieredCacheRedisTest : public test::RedisServerTest {
  protected:
+  // A backoff long enough that no probe comes while a test runs through an
+  // outage, however slowly; a test waiting for it to pass polls.
   std::shared_ptr<RedisStore> redis() {
     RedisConnection::Options o = server_.connection_options();
-    o.breaker = {.failures_to_open = 2, .backoff_initial = 200ms, .backoff_max = 200ms};
+    o.breaker = {.failures_to_open = 2, .backoff_initial = 5s, .backoff_max = 5s};
     return std::make_shared<RedisStore>(std::make_shared<RedisConnection>(o), RedisStore::Options{});
   }
 };
@@ -150,9 +153,11 @@ TEST_F(TieredCacheRedisTest, RedisOutageIsSkippedAndRedisIsUsedAgainWhenBack) {
   EXPECT_EQ(tier_stats(down, CacheTier::disk).failures, 0u);
 
   ASSERT_TRUE(server_.start());
-  std::this_thread::sleep_for(250ms);
-  cache.put(make_entry(key_for(50), "after"));
-  EXPECT_FALSE(redis->breaker_open());
+  // Once the backoff has passed, a put is the probe, and it closes the breaker.
+  EXPECT_TRUE(test::eventually([&] {
+    cache.put(make_entry(key_for(50), "after"));
+    return !redis->breaker_open();
+  }));
   // Seen by a cache that only has the Redis tier.
   TieredCache redis_only({nullptr, nullptr, this->redis()});
   std::optional<CacheHit> hit = redis_only.get(key_for(50));

@@ -61,7 +61,8 @@ class CachedCompilerTest : public ::testing::Test {
       });
     }
     EXPECT_TRUE(passes_.wait_blocked(1)) << "no compile reached the pass";
-    while (entered.load() < threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(test::eventually([&] { return entered.load() == threads; }, test::k_eventually_deadline,
+                                 std::chrono::milliseconds(1)));
     // Time for the others to reach the single flight (were it missing, they
     // would pile up at the gate instead).
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/eventually.h"
+
 namespace kjit {
 namespace {
 
@@ -34,17 +36,8 @@ CompileAdmission::Options options(uint32_t max_pending, uint32_t per_tenant, uin
 
 // The queue has no hook for "this thread is in line now"; the snapshot is
 // the only witness, so tests look at it until it agrees (bounded).
-bool eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(100us);
-  }
-  return true;
-}
-
 bool waiting_is(const CompileAdmission& admission, uint64_t n) {
-  return eventually([&] { return admission.snapshot().waiting == n; });
+  return test::eventually([&] { return admission.snapshot().waiting == n; }, test::k_eventually_deadline, 100us);
 }
 
 bool ends_with(const std::string& text, const std::string& tail) {

@@ -266,7 +266,8 @@ TEST_F(GrpcServicesTest, ConcurrentIdenticalCompileCallsShareOneCompile) {
     });
   }
   EXPECT_TRUE(passes_.wait_blocked(1));
-  while (entered.load() < k_calls) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(test::eventually([&] { return entered.load() == k_calls; }, test::k_eventually_deadline,
+                               std::chrono::milliseconds(1)));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(passes_.blocked(), 1) << "more than one compile of the same key ran at once";
   passes_.release();

@@ -2,6 +2,7 @@
 // port, fed records and fake sources, read back by a real HTTP scrape. Names,
 // labels and values are what dashboards and alerts rely on.
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <chrono>
 #include <cmath>
@@ -258,19 +259,26 @@ TEST_F(MetricsTest, ConcurrentRecordsAreAllCounted) {
   EXPECT_EQ(sample(text, "kjit_cache_hit_duration_seconds_count", {{"tier", "memory"}}), k_threads * k_each);
 }
 
+// This thread's CPU time, in nanoseconds: unlike the wall clock it does not
+// count the time other processes on a loaded machine had the CPU.
+double thread_cpu_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return double(now.tv_sec) * 1e9 + double(now.tv_nsec);
+}
+
 // A memory hit's whole answer takes a few microseconds; its metrics must
 // stay a small part of it. The bound is loose for slow (sanitized) builds.
 TEST_F(MetricsTest, RecordingAHitCostsWellUnderAMicrosecond) {
   constexpr int k_calls = 200'000;
   metrics_.record_request("Compile", 0, "team-a", 0.0001);  // the series exist: the steady state
   metrics_.record_hit("memory", 0.00001);
-  const auto began = std::chrono::steady_clock::now();
+  const double began = thread_cpu_ns();
   for (int i = 0; i < k_calls; ++i) {
     metrics_.record_request("Compile", 0, "team-a", 0.0001);
     metrics_.record_hit("memory", 0.00001);
   }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count() /
-                    k_calls;
+  const double ns = (thread_cpu_ns() - began) / k_calls;
   std::printf("record_request + record_hit: %.0f ns per call\n", ns);
   EXPECT_LT(ns, 5000) << "recording is far slower than a few hundred ns";
 }

@@ -18,6 +18,7 @@
 #include "server/cached_compiler.h"
 #include "server/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
+#include "support/eventually.h"
 
 namespace kjit::test {
 
@@ -65,14 +66,9 @@ class FakePasses {
   void release() const {
     if (release_) release_();
   }
-  // Waits (5 s at most) until n calls wait at the gate.
+  // Waits (bounded, generously) until n calls wait at the gate.
   bool wait_blocked(int n) const {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (blocked() < n) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
+    return eventually([&] { return blocked() >= n; }, k_eventually_deadline, std::chrono::milliseconds(1));
   }
 
  private:

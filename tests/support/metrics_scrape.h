@@ -1,0 +1,20 @@
+// kjitd's Prometheus metrics as a test reads them: a scrape of
+// --metrics-port over loopback HTTP, and the value of one metric in it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace kjit::test {
+
+using MetricLabels = std::map<std::string, std::string>;
+
+// GET /metrics on 127.0.0.1:port: the body, or "" when the answer is not a 200.
+std::string scrape_metrics(uint16_t port);
+
+// The sum over every sample of `name` whose labels include `labels`; -1
+// when there is none.
+double metric_total(const std::string& text, const std::string& name, const MetricLabels& labels = {});
+
+}  // namespace kjit::test
