@@ -12,11 +12,11 @@
 #include <optional>
 #include <thread>
 
-#include "server/compile_worker.h"
-#include "server/daemon_lifetime.h"
-#include "server/daemon_command_line.h"
-#include "server/daemon_config.h"
-#include "server/request_log.h"
+#include "server/workers/compile_worker.h"
+#include "server/daemon/daemon_lifetime.h"
+#include "server/daemon/daemon_command_line.h"
+#include "server/config/daemon_config.h"
+#include "server/observe/request_log.h"
 
 int main(int argc, char** argv) {
   int exit_code = 0;

@@ -3,7 +3,7 @@
 
     tests/deploy/test_grafana_dashboard.py [-v]
 
-The metrics kjitd exports are read from its source (server/metrics*.cpp):
+The metrics kjitd exports are read from its source (server/observe/metrics*.cpp):
 every "kjit_..." name there, and for each histogram its _bucket, _sum and
 _count series. A dashboard whose query names anything else would plot
 nothing, silently; each broken copy below must be caught.
@@ -42,7 +42,7 @@ REQUIRED = [
 ]
 
 
-def exported_metrics(source_dir: Path = REPO / "server") -> set[str]:
+def exported_metrics(source_dir: Path = REPO / "server" / "observe") -> set[str]:
     names: set[str] = set()
     for path in sorted(source_dir.glob("metrics*.cpp")):
         text = path.read_text()

@@ -8,8 +8,8 @@
 #include "fuzz_check.h"
 #include "kjit/v1/compiler.pb.h"
 #include "pipeline/compile_options.h"
-#include "server/compile_translation.h"
-#include "server/worker_protocol.h"
+#include "server/edge/compile_translation.h"
+#include "server/workers/worker_protocol.h"
 
 // Mutated bytes often break proto3's UTF-8 rule for string fields, which
 // protobuf logs on every parse: noise that would bury a real report.

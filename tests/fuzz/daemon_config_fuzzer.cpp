@@ -7,7 +7,7 @@
 
 #include "fuzz_check.h"
 #include "pipeline/pipeline_toml.h"
-#include "server/daemon_config.h"
+#include "server/config/daemon_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

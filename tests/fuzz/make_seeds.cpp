@@ -11,7 +11,7 @@
 
 #include "cache/cache_entry.h"
 #include "kjit/v1/compiler.pb.h"
-#include "server/worker_protocol.h"
+#include "server/workers/worker_protocol.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "server/worker_protocol.h"
+#include "server/workers/worker_protocol.h"
 
 namespace {
 

@@ -21,9 +21,9 @@
 #include "test_pipelines.h"
 #include "test_plugins.h"
 
-#include "server/compile_workers.h"
-#include "server/daemon_command_line.h"
-#include "server/pipeline_setup.h"
+#include "server/workers/compile_workers.h"
+#include "server/daemon/daemon_command_line.h"
+#include "server/config/pipeline_setup.h"
 #include "target/target.h"
 
 namespace kjit::test {

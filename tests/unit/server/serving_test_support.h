@@ -14,9 +14,9 @@
 #include <string>
 #include <thread>
 
-#include "server/daemon_cache.h"
-#include "server/cached_compiler.h"
-#include "server/daemon_config.h"
+#include "server/compile/daemon_cache.h"
+#include "server/compile/cached_compiler.h"
+#include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 #include "support/eventually.h"
 

@@ -1,0 +1,203 @@
+// Client blobs over the cache tiers (see blob_store.h).
+#include "server/compile/blob_store.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "pipeline/cache_key.h"
+#include "server/access/tenants.h"
+
+namespace kjit {
+namespace {
+
+// Length-prefixed, so no choice of fields can spell another choice's input.
+void append_field(std::string& out, std::string_view field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+std::string quoted(std::string_view value) {
+  constexpr size_t k_quoted = 80;
+  std::string out(value.substr(0, k_quoted));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  if (value.size() > k_quoted) out += "...";
+  return out;
+}
+
+// A group's payload: its member names, one a line (names have no control
+// characters, so the spelling is unambiguous).
+std::string encode_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) {
+    out += name;
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<std::string> decode_names(std::string_view bytes) {
+  std::vector<std::string> names;
+  while (!bytes.empty()) {
+    size_t end = bytes.find('\n');
+    if (end == std::string_view::npos) end = bytes.size();
+    if (end > 0) names.emplace_back(bytes.substr(0, end));
+    bytes.remove_prefix(std::min(bytes.size(), end + 1));
+  }
+  return names;
+}
+
+}  // namespace
+
+Status check_blob_field(std::string_view field, std::string_view value, bool is_file_name) {
+  auto bad = [&](std::string_view why) {
+    return make_error(ErrorCode::invalid_argument,
+                      std::string(field) + " '" + quoted(value) + "' " + std::string(why));
+  };
+  if (value.empty()) return bad("is empty");
+  if (value.size() > k_max_blob_field_bytes)
+    return bad("is longer than " + std::to_string(k_max_blob_field_bytes) + " bytes");
+  if (value.find('\0') != std::string_view::npos) return bad("contains a NUL byte");
+  if (!is_file_name) return Ok{};
+  // Names become file names in the client's cache directory.
+  if (value.find('/') != std::string_view::npos) return bad("contains '/'");
+  if (value == "." || value.find("..") != std::string_view::npos) return bad("contains '..' or is '.'");
+  if (std::any_of(value.begin(), value.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return bad("contains a control character");
+  return Ok{};
+}
+
+std::string blob_cache_key(std::string_view kind, std::string_view ns, std::string_view key, std::string_view name) {
+  std::string input(k_blob_key_domain);
+  input += '\0';
+  append_field(input, kind);
+  append_field(input, ns);
+  append_field(input, key);
+  append_field(input, name);
+  return sha256_hex(input) + std::string(k_blob_key_suffix);
+}
+
+bool is_blob_cache_key(std::string_view text) {
+  return text.size() == 64 + k_blob_key_suffix.size() && text.ends_with(k_blob_key_suffix) &&
+         is_key_hex(text.substr(0, 64));
+}
+
+BlobStore::BlobStore(TieredCache::Tiers tiers, uint64_t max_blob_bytes)
+    : tiers_(std::move(tiers)), max_blob_bytes_(max_blob_bytes) {}
+
+Status BlobStore::check_identity(std::string_view ns, std::string_view key, std::string_view name) const {
+  if (Status s = check_blob_field("namespace", ns, false); !s) return s;
+  if (Status s = check_blob_field("key", key, false); !s) return s;
+  return check_blob_field("name", name, true);
+}
+
+std::optional<BlobHit> BlobStore::lookup(std::string_view tenant_ns, const BlobIdentity& identity) {
+  const std::string cache_key =
+      namespaced_key(blob_cache_key(identity.kind, identity.ns, identity.key, identity.name), tenant_ns);
+  std::optional<CacheHit> hit = tiers_.get(cache_key);
+  // Anything else under this key (no blob marker, another identity) is
+  // not this blob; it is left alone, as its owner may still want it.
+  if (!hit || !hit->entry->blob || *hit->entry->blob != identity) return std::nullopt;
+  return BlobHit{std::move(hit->entry), hit->tier};
+}
+
+Result<std::string> BlobStore::put(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                   std::string_view name, std::string data) {
+  if (Status s = check_identity(ns, key, name); !s) return s.error();
+  if (data.size() > max_blob_bytes_)
+    return make_error(ErrorCode::resource_exhausted, "blob '" + quoted(name) + "' has " + std::to_string(data.size()) +
+                                                         " bytes, over the limit of " +
+                                                         std::to_string(max_blob_bytes_) + " (max_blob_bytes)");
+  CacheEntry entry;
+  entry.blob = BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)};
+  std::string cache_key = blob_cache_key(k_blob_kind, ns, key, name);
+  entry.key = namespaced_key(cache_key, tenant_ns);
+  entry.created_unix = static_cast<int64_t>(std::time(nullptr));
+  const uint64_t size = data.size();
+  entry.artifact.bytes = std::move(data);
+  tiers_.put(std::move(entry));
+  ++puts_;
+  put_bytes_ += size;
+  return cache_key;
+}
+
+Result<std::optional<BlobHit>> BlobStore::get(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                              std::string_view name) {
+  if (Status s = check_identity(ns, key, name); !s) return s.error();
+  ++gets_;
+  std::optional<BlobHit> hit =
+      lookup(tenant_ns, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)});
+  ++(hit ? hits_ : misses_);
+  return hit;
+}
+
+Status BlobStore::put_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                            std::string_view group, const std::vector<std::string>& names) {
+  if (Status s = check_identity(ns, key, group); !s) return s;
+  if (names.size() > k_max_blob_group_names)
+    return make_error(ErrorCode::invalid_argument, "a group has at most " + std::to_string(k_max_blob_group_names) +
+                                                       " names, not " + std::to_string(names.size()));
+  for (const std::string& name : names)
+    if (Status s = check_blob_field("name", name, true); !s) return s;
+  CacheEntry entry;
+  entry.blob = BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)};
+  entry.key = namespaced_key(blob_cache_key(k_blob_group_kind, ns, key, group), tenant_ns);
+  entry.created_unix = static_cast<int64_t>(std::time(nullptr));
+  entry.artifact.bytes = encode_names(names);
+  tiers_.put(std::move(entry));
+  ++groups_put_;
+  return Ok{};
+}
+
+Result<BlobGroupAnswer> BlobStore::get_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+                                             std::string_view group) {
+  if (Status s = check_identity(ns, key, group); !s) return s.error();
+  ++group_gets_;
+  BlobGroupAnswer answer;
+  std::optional<BlobHit> manifest =
+      lookup(tenant_ns,
+             BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)});
+  if (!manifest) return answer;
+  answer.found = true;
+  uint64_t budget_used = 0;
+  for (std::string& name : decode_names(manifest->entry->artifact.bytes)) {
+    // Names become file names on the client: one that was not checked on
+    // the way in (an entry written by other means) never goes out.
+    if (!check_blob_field("name", name, true)) continue;
+    ++gets_;
+    std::optional<BlobHit> hit =
+        lookup(tenant_ns, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), name});
+    if (!hit) {
+      ++misses_;
+      answer.missing.push_back(std::move(name));
+      continue;
+    }
+    ++hits_;
+    const uint64_t size = hit->entry->artifact.bytes.size();
+    if (!answer.members.empty() && budget_used + size > max_blob_bytes_) {
+      answer.deferred.push_back(std::move(name));
+      continue;
+    }
+    budget_used += size;
+    answer.members.emplace_back(std::move(name), std::move(*hit));
+  }
+  if (answer.missing.empty()) ++group_hits_;
+  return answer;
+}
+
+BlobStats BlobStore::stats() const {
+  BlobStats out;
+  out.puts = puts_;
+  out.put_bytes = put_bytes_;
+  out.gets = gets_;
+  out.hits = hits_;
+  out.misses = misses_;
+  out.groups_put = groups_put_;
+  out.group_gets = group_gets_;
+  out.group_hits = group_hits_;
+  return out;
+}
+
+}  // namespace kjit

@@ -1,0 +1,142 @@
+#include "server/compile/cached_compiler.h"
+
+#include <algorithm>
+
+namespace kjit {
+namespace {
+
+// What the remembered jobs may hold: inputs are 16 MiB at most, typical
+// sources tens of KiB.
+constexpr uint64_t k_plan_memo_bytes = 64ull << 20;
+
+// A hit answers with what the compile that filled the cache produced (the
+// entry's key components are the ones its key was derived from, so the same
+// as this request's), but what ran for this request was a lookup, not that
+// compile's stages.
+CompileOutcome hit_outcome(std::shared_ptr<const CacheEntry> entry, CacheSource source,
+                           CachedCompiler::Clock::time_point received) {
+  const double ms = std::chrono::duration<double, std::milli>(CachedCompiler::Clock::now() - received).count();
+  std::vector<StageTiming> timings = {{"cache", ms, {{"lookup-" + std::string(to_string(source)), ms}}}};
+  return CompileOutcome{shared_artifact(std::move(entry)), source, std::move(timings)};
+}
+
+// What ran for a request that compiled, or joined a compile, is that
+// compile's stages.
+CompileOutcome compiled_outcome(std::shared_ptr<const Artifact> artifact, CacheSource source = CacheSource::compiled) {
+  std::vector<StageTiming> timings = artifact->timings;
+  return CompileOutcome{std::move(artifact), source, std::move(timings)};
+}
+
+}  // namespace
+
+CachedCompiler::CachedCompiler(DaemonConfig config, std::shared_ptr<const CompilePipeline> pipeline,
+                                 std::shared_ptr<DaemonCache> cache, std::shared_ptr<CompileWorkers> workers,
+                                 std::shared_ptr<CompileAdmission> admission)
+    : config_(std::move(config)),
+      pipeline_(std::move(pipeline)),
+      cache_(std::move(cache)),
+      workers_(std::move(workers)),
+      admission_(std::move(admission)) {
+  const bool key_hooked = std::any_of(pipeline_->plugins().begin(), pipeline_->plugins().end(),
+                                      [](const LoadedPlugin& plugin) { return static_cast<bool>(plugin.key_hook); });
+  if (!key_hooked) plan_memo_ = std::make_unique<PlanMemo>(k_plan_memo_bytes);
+}
+
+Result<Artifact> CachedCompiler::run(const CompileJob& job, const CompilePlan& plan, const CompileScope& scope,
+                                     const std::function<bool()>& abandoned) const {
+  std::optional<CompileAdmission::Ticket> ticket;
+  std::optional<CompileAdmission::Slot> slot;
+  if (admission_) {
+    const std::string tenant(scope.tenant);
+    Result<CompileAdmission::Ticket> admitted = admission_->admit(tenant);
+    if (!admitted) {
+      Error refused = admitted.error();
+      refused.retry_after_ms = static_cast<uint32_t>(admission_->retry_after().count());
+      return refused;
+    }
+    ticket.emplace(std::move(admitted.value()));
+    Result<CompileAdmission::Slot> granted = admission_->wait_for_slot(tenant, abandoned);
+    if (!granted) return granted.error();
+    slot.emplace(std::move(granted.value()));
+  }
+  return workers_ ? workers_->run(job, plan, abandoned) : pipeline_->run(job, plan);
+}
+
+bool CachedCompiler::abandoned(const std::string& stored_key) const {
+  std::lock_guard lock(interest_mutex_);
+  auto [first, last] = interest_.equal_range(stored_key);
+  if (first == last) return false;
+  for (auto it = first; it != last; ++it)
+    if (!it->second || !(*it->second)()) return false;
+  return true;
+}
+
+Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const CompileScope& scope) const {
+  const Clock::time_point received = Clock::now();
+  Result<PlanMemo::PlanPtr> planned = plan(job);
+  if (!planned) return planned.error();
+  if (std::optional<CompileOutcome> hit = memory_hit(**planned, received, scope.ns)) return std::move(*hit);
+  return compile(job, **planned, received, scope);
+}
+
+Result<PlanMemo::PlanPtr> CachedCompiler::plan(const CompileJob& job) const {
+  const uint64_t fingerprint = plan_memo_ ? PlanMemo::fingerprint(job) : 0;
+  if (plan_memo_) {
+    if (PlanMemo::PlanPtr known = plan_memo_->find(job, fingerprint)) return known;
+  }
+  Result<CompilePlan> planned = pipeline_->plan(job);
+  if (!planned) return planned.error();
+  auto shared = std::make_shared<const CompilePlan>(std::move(planned.value()));
+  if (plan_memo_) plan_memo_->remember(job, fingerprint, shared);
+  return shared;
+}
+
+std::optional<CompileOutcome> CachedCompiler::memory_hit(const CompilePlan& plan, Clock::time_point received,
+                                                          std::string_view ns) const {
+  if (!cache_) return std::nullopt;
+  std::optional<CacheHit> hit =
+      cache_->tiers->get_from_memory(ns.empty() ? plan.key.hex : namespaced_key(plan.key.hex, ns));
+  if (!hit) return std::nullopt;
+  return hit_outcome(std::move(hit->entry), hit->tier, received);
+}
+
+Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const CompilePlan& plan,
+                                                Clock::time_point received, const CompileScope& scope) const {
+  // Each namespace has its own entries (and its own compile) in every tier.
+  const std::string stored_key = namespaced_key(plan.key.hex, scope.ns);
+  // This request waits on the key's compile until it returns.
+  std::unordered_multimap<std::string, const std::function<bool()>*>::iterator interest;
+  {
+    std::lock_guard lock(interest_mutex_);
+    interest = interest_.emplace(stored_key, scope.gone ? &scope.gone : nullptr);
+  }
+  struct Leave {
+    const CachedCompiler* self;
+    std::unordered_multimap<std::string, const std::function<bool()>*>::iterator at;
+    ~Leave() {
+      std::lock_guard lock(self->interest_mutex_);
+      self->interest_.erase(at);
+    }
+  } leave{this, interest};
+  const std::function<bool()> is_abandoned = [this, &stored_key] { return abandoned(stored_key); };
+  if (!cache_) {
+    Result<Artifact> artifact = run(job, plan, scope, is_abandoned);
+    if (!artifact) return artifact.error();
+    return compiled_outcome(std::make_shared<const Artifact>(std::move(artifact.value())));
+  }
+  Result<CacheOutcome> outcome = cache_->once->get_or_compile(stored_key, [&]() -> Result<CacheEntry> {
+    Result<Artifact> artifact = run(job, plan, scope, is_abandoned);
+    if (!artifact) return artifact.error();
+    CacheEntry entry;
+    entry.key = stored_key;
+    for (const StageTiming& stage : artifact->timings) entry.compile_ms += stage.ms;
+    entry.artifact = std::move(artifact.value());
+    return entry;
+  });
+  if (!outcome) return outcome.error();
+  if (outcome->source != CacheSource::compiled && outcome->source != CacheSource::joined)
+    return hit_outcome(std::move(outcome->entry), outcome->source, received);
+  return compiled_outcome(shared_artifact(std::move(outcome->entry)), outcome->source);
+}
+
+}  // namespace kjit

@@ -1,0 +1,45 @@
+#include "server/config/pipeline_setup.h"
+
+#include <spdlog/spdlog.h>
+
+#include "backends/toolkit_discovery.h"
+
+namespace kjit {
+namespace {
+
+void log_toolkit(const RoutedToolkit& t) {
+  const CudaToolkit& toolkit = *t.toolkit;
+  spdlog::info("CUDA toolkit {} ({}) at {}", toolkit.version(), t.origin, toolkit.home());
+  for (const std::string& note : toolkit.notes()) spdlog::info("  {}", note);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config) {
+  ToolkitSearch search;
+  search.system_home = config.cuda_home;
+  search.wheel_paths = config.toolkit_paths;
+  if (config.local_toolkit_prefix) search.local_prefix = *config.local_toolkit_prefix;
+  std::vector<DiscoveredToolkit> found = discover_cuda_toolkits(search);
+  std::shared_ptr<const CudaToolkit> system = found.front().toolkit;
+  if (auto nvrtc = system->nvrtc(); !nvrtc) spdlog::warn("{}", nvrtc.error().message);
+  if (auto nvjitlink = system->nvjitlink(); !nvjitlink) spdlog::warn("{}", nvjitlink.error().message);
+
+  PipelineSetup setup{config.pipelines, config.plugins, config.llvm_pass_plugins, {}, {}, config.toolkit_policy};
+  log_toolkit({"system", system, {}});
+  for (size_t i = 1; i < found.size(); ++i) {
+    setup.discovered_toolkits.push_back({found[i].origin, found[i].toolkit, {}});
+    log_toolkit(setup.discovered_toolkits.back());
+  }
+  for (const ToolkitRange& range : config.toolkits) {
+    auto pinned = CudaToolkit::load(range.cuda_home, system);
+    if (auto nvjitlink = pinned->nvjitlink(); !nvjitlink)
+      return make_error(ErrorCode::failed_precondition,
+                        "toolkit for " + range.targets.describe() + ": " + nvjitlink.error().message);
+    spdlog::info("CUDA toolkit {} at {} builds {}", pinned->version(), pinned->home(), range.targets.describe());
+    setup.pinned_toolkits.push_back({"configured", std::move(pinned), range.targets});
+  }
+  return CompilePipeline::create(std::move(system), std::move(setup));
+}
+
+}  // namespace kjit

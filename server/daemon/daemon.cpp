@@ -1,0 +1,338 @@
+#include "server/daemon/daemon.h"
+
+#include <spdlog/spdlog.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "server/rpc/cache_service.h"
+#include "server/workers/compile_workers.h"
+#include "server/rpc/compiler_service.h"
+#include "server/compile/daemon_cache.h"
+#include "server/rpc/diagnostics_service.h"
+#include "server/rpc/elastic_thread_pool.h"
+#include "launch/cuda_driver.h"
+#include "server/rpc/launch_service.h"
+#include "server/access/listener_credentials.h"
+#include "server/rpc/call_gate.h"
+#include "server/compile/compile_admission.h"
+#include "server/observe/metrics.h"
+#include "server/access/tenants.h"
+#include "server/config/pipeline_setup.h"
+#include "server/workers/worker_confinement.h"
+#include "kjit/socket_path.h"
+#include "server/daemon/direct_read_manifest.h"
+#include "server/daemon/systemd_notify.h"
+
+namespace kjit {
+namespace {
+
+// True when something accepts connections on the unix socket at `path`.
+bool socket_is_live(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, sizeof(address.sun_path) - 1);
+  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return live;
+}
+
+// The group named by socket_group, resolved before anything is created.
+Result<gid_t> socket_group_id(const std::string& name) {
+  std::vector<char> buffer(16384);
+  group entry{};
+  group* found = nullptr;
+  if (::getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || !found)
+    return make_error(ErrorCode::failed_precondition, "socket_group: no group named '" + name + "' on this host");
+  return found->gr_gid;
+}
+
+// The socket's directory when the daemon creates it: owner only, or also the
+// socket's group, which must reach the socket to use it.
+Status prepare_socket_path(const std::string& path, std::optional<gid_t> group_id) {
+  namespace fs = std::filesystem;
+  if (path.size() >= sizeof(sockaddr_un::sun_path))
+    return make_error(ErrorCode::invalid_argument, "socket path is too long for a unix socket: " + path);
+  std::error_code ec;
+  fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty() && !fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return make_error(ErrorCode::failed_precondition, "cannot create " + dir.string() + ": " + ec.message());
+    ::chmod(dir.c_str(), group_id ? 0750 : 0700);  // the socket is the daemon's door
+    if (group_id && ::chown(dir.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
+      return make_error(ErrorCode::failed_precondition, "cannot give " + dir.string() + " to group " +
+                                                            std::to_string(*group_id) + ": " + std::strerror(errno));
+  }
+  if (fs::exists(fs::symlink_status(path, ec))) {
+    if (!fs::is_socket(fs::symlink_status(path, ec)))
+      return make_error(ErrorCode::failed_precondition, path + " exists and is not a socket; refusing to replace it");
+    if (socket_is_live(path))
+      return make_error(ErrorCode::failed_precondition, "another kjitd is already serving " + path);
+    fs::remove(path, ec);  // stale socket left by a daemon that died
+  }
+  return Ok{};
+}
+
+// Where the socket is bound: a name of this process's beside `path`, renamed
+// onto `path` once its mode and group are set, so a client never finds a
+// socket it may not yet use. `path` itself where that name would be too
+// long for a unix socket.
+std::string binding_path(const std::string& path) {
+  const std::string temp =
+      std::filesystem::path(path).parent_path().string() + "/.kjitd-bind-" + std::to_string(::getpid());
+  return temp.size() < sizeof(sockaddr_un::sun_path) ? temp : path;
+}
+
+// NVRTC also looks for quoted includes in the working directory: the daemon
+// runs in an empty one (it compiles there when compile_workers = 0), so no
+// request can reach a file that happens to be there. Workers run in their
+// private directories instead.
+void enter_empty_directory(const DaemonConfig& config) {
+  const std::string socket = config.socket_path.empty() ? default_socket_path() : config.socket_path;
+  std::filesystem::path empty_dir = std::filesystem::path(socket).parent_path() / ".kjitd-empty";
+  std::error_code ec;
+  std::filesystem::create_directories(empty_dir, ec);
+  if (ec || ::chdir(empty_dir.c_str()) != 0) spdlog::warn("cannot chdir to {}", empty_dir.string());
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonConfig config, WorkerLaunch workers)
+    : config_(std::move(config)), worker_launch_(std::move(workers)) {}
+Daemon::~Daemon() {
+  shutdown();
+  // A scrape may come while the members go: the sources point into them.
+  if (metrics_) metrics_->set_sources({});
+}
+
+Status Daemon::start() {
+  // Absolute: the daemon changes its working directory once it serves, and
+  // still removes the socket (and the manifest beside it) when it stops.
+  socket_path_ = std::filesystem::absolute(config_.socket_path.empty() ? default_socket_path() : config_.socket_path)
+                     .lexically_normal()
+                     .string();
+  std::optional<gid_t> group_id;
+  if (!config_.socket_group.empty()) {
+    Result<gid_t> id = socket_group_id(config_.socket_group);
+    if (!id) return id.error();
+    group_id = *id;
+  }
+  if (Status s = prepare_socket_path(socket_path_, group_id); !s) return s;
+  // A manifest left by a daemon that died describes a socket no longer served.
+  remove_direct_read_manifest(socket_path_);
+
+  auto pipeline = make_compile_pipeline(config_);
+  if (!pipeline) return pipeline.error();
+  for (const LoadedPlugin& plugin : (*pipeline)->plugins())
+    spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
+                 plugin.passes.size(), plugin.edits.size());
+  if (config_.compile_workers > 0 && !worker_launch_.command.empty()) {
+    Result<std::string> confinement = check_worker_confinement(config_);
+    if (!confinement) return confinement.error();
+    confinement_ = std::move(confinement.value());
+    workers_ = std::make_shared<CompileWorkers>(CompileWorkers::Options{
+        worker_launch_, config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s), config_.compile_bounds});
+    spdlog::info("compiles run in up to {} worker process(es), {} s each at most; {}", config_.compile_workers,
+                 config_.compile_timeout_s, confinement_);
+  } else {
+    confinement_ = "none: compiles run inside the daemon's process (compile_workers = 0), unconfined";
+    spdlog::warn("{}", confinement_);
+  }
+  std::shared_ptr<const TenantRegistry> tenants;
+  if (!config_.tenants_file.empty()) {
+    Result<TenantRegistry> loaded = TenantRegistry::load_file(config_.tenants_file);
+    if (!loaded) return loaded.error();
+    tenants = std::make_shared<const TenantRegistry>(std::move(loaded.value()));
+    spdlog::info("{} tenant(s) from {}; tokens required on TCP{}", tenants->tenants().size(), config_.tenants_file,
+                 config_.socket_requires_token ? " and on the socket" : "");
+  }
+  if (config_.metrics_port != 0) {
+    metrics_ = std::make_shared<Metrics>();
+    if (Status s = metrics_->serve(config_.metrics_address, config_.metrics_port); !s) return s;
+    spdlog::info("metrics on http://{}:{}/metrics", config_.metrics_address, metrics_->port());
+  }
+  admission_ = std::make_shared<CompileAdmission>(CompileAdmission::Options{
+      config_.admission.max_pending_compiles, config_.admission.max_pending_per_tenant,
+      // Compiles in the daemon's process still get bounded concurrency.
+      config_.compile_workers > 0 ? config_.compile_workers : 2,
+      std::chrono::milliseconds(config_.admission.retry_after_ms)});
+  gate_ = std::make_shared<CallGate>(CallGate::Options{tenants, config_.socket_requires_token, metrics_});
+  auto cache = open_daemon_cache(config_.cache);
+  auto compiler = std::make_shared<const CachedCompiler>(config_, std::move(pipeline.value()), cache, workers_, admission_);
+  blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
+  compiler_service_ = std::make_unique<CompilerService>(compiler, blocking_work_, gate_);
+  // The driver is looked for, never required: without it Launch answers
+  // FAILED_PRECONDITION and everything else works.
+  auto driver = std::make_shared<CudaDriver>(config_.device);
+  if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
+  launch_service_ = std::make_unique<LaunchService>(compiler, driver, gate_);
+  cache_service_ = std::make_unique<CacheService>(compiler, gate_);
+  diagnostics_service_ =
+      std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_}, workers_, gate_);
+  if (metrics_) {
+    MetricsSources sources;
+    if (cache) {
+      sources.cache = [cache] { return cache->tiers->stats(); };
+      sources.coalescer = [cache] { return cache->once->stats(); };
+    }
+    if (const BlobStore* blobs = cache_service_->blobs()) sources.blobs = [blobs] { return blobs->stats(); };
+    if (workers_) sources.workers = [workers = workers_] { return workers->counters(); };
+    sources.admission = [admission = admission_] { return admission->snapshot(); };
+    sources.draining = [gate = gate_] { return gate->draining(); };
+    metrics_->set_sources(std::move(sources));
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string bound_path = binding_path(socket_path_);
+  builder.AddListeningPort("unix:" + bound_path, grpc::InsecureServerCredentials());
+  int tcp_port = 0;
+  if (Status s = add_tcp_listener(builder, config_, &tcp_port); !s) return s;
+  // Room for the largest valid request; anything bigger is refused by gRPC
+  // itself with RESOURCE_EXHAUSTED before it is read.
+  uint64_t max_message =
+      std::max(config_.max_input_bytes + config_.max_header_bytes, config_.max_blob_bytes) + (1u << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_message, INT32_MAX)));
+  builder.SetMaxSendMessageSize(INT32_MAX);
+  builder.RegisterService(compiler_service_.get());
+  builder.RegisterService(launch_service_.get());
+  builder.RegisterService(cache_service_.get());
+  builder.RegisterService(diagnostics_service_.get());
+
+  server_ = builder.BuildAndStart();
+  if (!server_) return make_error(ErrorCode::failed_precondition, "cannot listen on unix:" + socket_path_ +
+                                                                       (config_.listen_address.empty() ? "" : " or " + config_.listen_address));
+  // Health says SERVING only once the start is over (below): whoever polls
+  // it, a test, a container's probe, `kjit health`, then finds the socket's
+  // mode and group set and the direct-read manifest published.
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health) health->SetServingStatus(false);
+  // Owner and group may connect; the group is the daemon's own unless
+  // socket_group names another (the users allowed to compile).
+  ::chmod(bound_path.c_str(), 0660);
+  if (group_id && ::chown(bound_path.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
+    return make_error(ErrorCode::failed_precondition, "cannot give the socket to group " + config_.socket_group + ": " +
+                                                          std::strerror(errno));
+  if (bound_path != socket_path_ && ::rename(bound_path.c_str(), socket_path_.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(bound_path.c_str());
+    return make_error(ErrorCode::failed_precondition,
+                      "cannot move the socket to " + socket_path_ + ": " + std::strerror(saved));
+  }
+  publish_direct_reads(cache.get());
+  // NVRTC also looks for quoted includes in the working directory: make it
+  // an empty one, so no request can reach a file the daemon happens to have.
+  enter_empty_directory(config_);
+  std::string tcp;
+  if (!config_.listen_address.empty()) {
+    // The port bound, which differs from the configured one for port 0.
+    const size_t colon = config_.listen_address.rfind(':');
+    tcp = " and " + config_.listen_address.substr(0, colon) + ":" + std::to_string(tcp_port) +
+          (config_.tls.cert_file.empty() ? " (plaintext)" : config_.tls.client_ca_file.empty() ? " (TLS)" : " (mutual TLS)");
+  }
+  spdlog::info("kjitd listening on unix:{}{}", socket_path_, tcp);
+  if (health) health->SetServingStatus(true);
+  // Last: systemd (Type=notify) counts kjitd started only now, so a unit
+  // ordered after it, or a check after `systemctl start`, finds it serving.
+  systemd_notify::ready("serving on unix:" + socket_path_ + tcp + "; " +
+                        (workers_ ? "compiles in up to " + std::to_string(config_.compile_workers) +
+                                        " confined worker process(es), started on demand"
+                                  : "compiles in the daemon's process"));
+  return Ok{};
+}
+
+// Local clients may read the disk tier themselves only where what they read
+// is what the socket would answer them: a tokenless request on the socket is
+// the local operator, in the default namespace.
+void Daemon::publish_direct_reads(const DaemonCache* cache) {
+  if (!config_.cache.direct_reads || !cache || !cache->disk) return;
+  if (config_.socket_requires_token) return;
+  DirectReadManifest manifest;
+  manifest.socket_path = socket_path_;
+  manifest.disk_root = cache->disk->root();
+  manifest.ns = "";
+  manifest.touch_interval_ms = cache->disk->touch_interval().count();
+  if (Status s = write_direct_read_manifest(manifest); !s)
+    spdlog::warn("no direct reads: {}", s.error().message);
+  else
+    spdlog::info("direct reads of the disk tier published in {}", direct_read_manifest_path(socket_path_));
+}
+
+void Daemon::wait() {
+  if (server_) server_->Wait();
+}
+
+uint16_t Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+
+void Daemon::drain() {
+  if (!server_ || !gate_) return;
+  gate_->start_draining();
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService())
+    health->SetServingStatus(false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.drain_timeout_s);
+  const std::string draining = "draining: " + std::to_string(gate_->in_flight()) + " call(s) in flight, up to " +
+                               std::to_string(config_.drain_timeout_s) + " s";
+  spdlog::info("{}", draining);
+  systemd_notify::stopping(draining);
+  if (gate_->wait_idle(deadline)) {
+    spdlog::info("drained: no call in flight");
+    systemd_notify::status("drained: no call in flight; stopping");
+  } else {
+    spdlog::warn("drain deadline passed with {} call(s) in flight; stopping them", gate_->in_flight());
+    systemd_notify::status("drain deadline passed; stopping the calls still in flight");
+  }
+  // What is left are idle connections (which gRPC would otherwise wait out
+  // for the whole grace) and calls the gate refuses at once.
+  stop_serving(std::chrono::milliseconds(500));
+}
+
+void Daemon::shutdown() { stop_serving(std::chrono::seconds(5)); }
+
+void Daemon::stop_serving(std::chrono::milliseconds grace) {
+  if (!server_) return;
+  std::call_once(shutdown_once_, [this, grace] {
+    // Again after a drain, harmless; alone after a second signal.
+    systemd_notify::stopping("stopping: calls in flight get " + std::to_string(grace.count()) + " ms");
+    // Calls in flight get gRPC's grace period; a compile still running after
+    // it has its worker killed, so the shutdown never waits a compile out.
+    std::mutex mutex;
+    std::condition_variable shut;
+    bool done = false;
+    std::thread stop_compiles([&] {
+      std::unique_lock lock(mutex);
+      if (!shut.wait_for(lock, grace, [&] { return done; }) && workers_) workers_->stop();
+    });
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    {
+      std::lock_guard lock(mutex);
+      done = true;
+    }
+    shut.notify_one();
+    stop_compiles.join();
+    // The manifest first: from here on, nothing answers on the socket.
+    remove_direct_read_manifest(socket_path_);
+    std::error_code ec;
+    std::filesystem::remove(socket_path_, ec);
+    spdlog::info("kjitd stopped");
+  });
+}
+
+}  // namespace kjit

@@ -1,0 +1,76 @@
+// The direct-read manifest (see direct_read_manifest.h).
+#include "server/daemon/direct_read_manifest.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cache/atomic_file.h"
+#include "cache/cache_entry.h"
+#include "cache/disk_store.h"
+#include "server/compile/blob_store.h"
+
+namespace kjit {
+
+std::string direct_read_manifest_path(const std::string& socket_path) { return socket_path + ".direct.json"; }
+
+namespace {
+
+// The manifest's JSON, naming the socket by `socket_stat`.
+std::string manifest_json(const DirectReadManifest& manifest, const struct stat& socket_stat) {
+  nlohmann::json json = {
+      {"format", k_direct_read_manifest_format},
+      {"socket", manifest.socket_path},
+      {"socket_device", static_cast<uint64_t>(socket_stat.st_dev)},
+      {"socket_inode", static_cast<uint64_t>(socket_stat.st_ino)},
+      // An inode is reused as soon as it is freed; with the change time (set
+      // when the socket was bound, chmod-ed and chown-ed, before this file)
+      // another daemon's socket at the same path is told apart.
+      {"socket_ctime_ns",
+       static_cast<int64_t>(socket_stat.st_ctim.tv_sec) * 1'000'000'000 + socket_stat.st_ctim.tv_nsec},
+      {"kjitd_pid", static_cast<int64_t>(::getpid())},
+      {"disk_root", manifest.disk_root},
+      {"entry_format", k_entry_format_version},
+      {"entry_suffix", std::string(k_disk_entry_suffix)},
+      {"blob_key_domain", std::string(k_blob_key_domain)},
+      {"namespace", manifest.ns},
+      {"touch_interval_ms", manifest.touch_interval_ms},
+  };
+  return json.dump(2) + "\n";
+}
+
+}  // namespace
+
+Status write_direct_read_manifest(const DirectReadManifest& manifest) {
+  struct stat socket_stat {};
+  if (::stat(manifest.socket_path.c_str(), &socket_stat) != 0)
+    return make_error(ErrorCode::internal, "cannot stat " + manifest.socket_path + ": " + std::strerror(errno));
+  // Not synced: the file describes a running daemon, and a crash makes it stale anyway.
+  const std::string path = direct_read_manifest_path(manifest.socket_path);
+  if (Status s = write_file_atomically(path, manifest_json(manifest, socket_stat),
+                                       AtomicWriteOptions{.sync = false, .mode = 0640});
+      !s)
+    return s;
+  // Readable by whoever may use the socket: its group (socket_group) too.
+  // Only changed where it differs: the file is made in the daemon's group,
+  // which is the socket's unless socket_group names another, and a hardened
+  // unit (systemd's SystemCallFilter=~@privileged) refuses chown even to
+  // the group a file already has.
+  struct stat written {};
+  if (::stat(path.c_str(), &written) != 0)
+    return make_error(ErrorCode::internal, "cannot stat " + path + ": " + std::strerror(errno));
+  if (written.st_gid != socket_stat.st_gid && ::chown(path.c_str(), static_cast<uid_t>(-1), socket_stat.st_gid) != 0)
+    return make_error(ErrorCode::internal, "cannot give " + path + " to the socket's group: " + std::strerror(errno));
+  return Ok{};
+}
+
+void remove_direct_read_manifest(const std::string& socket_path) {
+  std::error_code ec;
+  std::filesystem::remove(direct_read_manifest_path(socket_path), ec);
+}
+
+}  // namespace kjit

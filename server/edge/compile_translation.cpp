@@ -1,0 +1,178 @@
+#include "server/edge/compile_translation.h"
+
+#include <algorithm>
+
+#include "convert/wire_convert.h"
+#include "pipeline/compile_options.h"
+#include "pipeline/hip_options.h"
+
+namespace kjit {
+namespace {
+
+constexpr size_t k_max_name_bytes = 255;
+
+Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
+
+Error too_large(const std::string& what, uint64_t size, uint64_t limit, const char* setting) {
+  return make_error(ErrorCode::resource_exhausted, what + " is " + std::to_string(size) + " bytes; the daemon's limit is " +
+                                                       std::to_string(limit) + " (limits." + setting + ")");
+}
+
+bool has_nul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
+
+// The input name only labels diagnostics; NVRTC also resolves quoted
+// includes next to it, so keep the last path component alone.
+std::string display_name(const std::string& given, InputKind kind) {
+  size_t slash = given.find_last_of("/\\");
+  std::string name = slash == std::string::npos ? given : given.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") {
+    switch (kind) {
+      case InputKind::ptx: name = "input.ptx"; break;
+      case InputKind::llvm_ir: name = "input.ll"; break;
+      case InputKind::llvm_bitcode: name = "input.bc"; break;
+      case InputKind::hip_source: name = "input.hip"; break;
+      default: name = "input.cu"; break;
+    }
+  }
+  if (name.size() > k_max_name_bytes) {
+    // Cut before a character, not inside one: the name travels on in proto
+    // strings, which must stay UTF-8.
+    size_t cut = k_max_name_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+    name.resize(cut);
+  }
+  return name;
+}
+
+}  // namespace
+
+Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config) {
+  CompileJob job;
+  std::optional<InputKind> kind = from_proto(request.input().kind());
+  if (!kind) return invalid("input.kind is required: cuda-source, ptx, llvm-ir, llvm-bitcode or hip-source");
+  job.input_kind = *kind;
+
+  const std::string& data = request.input().data();
+  if (data.empty()) return invalid("the input is empty");
+  if (data.size() > config.max_input_bytes) return too_large("the input", data.size(), config.max_input_bytes, "max_input_bytes");
+  bool is_text = job.input_kind != InputKind::llvm_bitcode;
+  if (is_text && has_nul(data))
+    return invalid("the input contains a NUL byte; " + std::string(to_string(job.input_kind)) + " input must be text");
+  job.input = data;
+  job.input_name = display_name(request.input().name(), job.input_kind);
+
+  const std::string& target_text = request.target().empty() ? config.default_target : request.target();
+  Result<Target> target = parse_target(target_text);
+  if (!target) return target.error();
+  job.target = *target;
+
+  if (static_cast<uint64_t>(request.options_size()) > config.max_options)
+    return make_error(ErrorCode::resource_exhausted, std::to_string(request.options_size()) +
+                                                         " options; the daemon's limit is " +
+                                                         std::to_string(config.max_options) + " (limits.max_options)");
+  std::vector<std::string> options(request.options().begin(), request.options().end());
+  if (job.target.is_amd()) {
+    Result<HipOptions> checked = check_hip_options(job.input_kind, options, job.target.amd_arch());
+    if (!checked) return checked.error();
+    job.options = std::move(checked->normalized);
+  } else {
+    Result<CheckedOptions> checked = check_options(job.input_kind, options);
+    if (!checked) return checked.error();
+    job.options = std::move(checked->normalized);
+  }
+  const bool source = job.input_kind == InputKind::cuda_source || job.input_kind == InputKind::hip_source;
+
+  if (static_cast<uint64_t>(request.headers_size()) > config.max_headers)
+    return make_error(ErrorCode::resource_exhausted, std::to_string(request.headers_size()) +
+                                                         " headers; the daemon's limit is " +
+                                                         std::to_string(config.max_headers) + " (limits.max_headers)");
+  if (!source && request.headers_size() > 0) return invalid("headers apply to CUDA C++ and HIP source only");
+  uint64_t header_bytes = 0;
+  for (const auto& [name, content] : request.headers()) {
+    if (name.empty() || has_nul(name)) return invalid("a header has an empty or malformed name");
+    if (has_nul(content)) return invalid("header '" + name + "' contains a NUL byte");
+    header_bytes += name.size() + content.size();
+    job.headers.emplace(name, content);
+  }
+  if (header_bytes > config.max_header_bytes)
+    return too_large("the headers together", header_bytes, config.max_header_bytes, "max_header_bytes");
+
+  if (static_cast<uint64_t>(request.name_expressions_size()) > config.max_name_expressions)
+    return make_error(ErrorCode::resource_exhausted, "too many name expressions; the daemon's limit is " +
+                                                         std::to_string(config.max_name_expressions));
+  if (!source && request.name_expressions_size() > 0)
+    return invalid("name expressions apply to CUDA C++ and HIP source only");
+  for (const std::string& expression : request.name_expressions()) {
+    if (expression.empty() || has_nul(expression)) return invalid("a name expression is empty or malformed");
+    job.name_expressions.push_back(expression);
+  }
+
+  // FATBIN and several targets take the fatbin path (fatbin_compile.h); a
+  // job is one artifact for one target.
+  if (request.targets_size() > 0) return invalid("targets name a fatbin's parts; a single compile takes target");
+  if (job.target.is_amd()) {
+    // A hip: target gets a code object; UNSPECIFIED means HSACO.
+    if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_HSACO)
+      return invalid("artifact " + std::to_string(request.artifact()) + " is not HSACO, what " +
+                     job.target.canonical() + " gets");
+    job.wanted = ArtifactKind::hsaco;
+  } else {
+    if (request.artifact() != v1::ARTIFACT_KIND_UNSPECIFIED && request.artifact() != v1::ARTIFACT_KIND_CUBIN &&
+        request.artifact() != v1::ARTIFACT_KIND_PTX)
+      return invalid("artifact " + std::to_string(request.artifact()) + " is not CUBIN or PTX");
+    job.wanted = from_proto(request.artifact());
+  }
+  job.pipeline = request.pipeline();
+  if (static_cast<uint64_t>(request.pass_args_size()) > config.max_options)
+    return make_error(ErrorCode::resource_exhausted, "too many pass arguments; the daemon's limit is " +
+                                                         std::to_string(config.max_options) + " (limits.max_options)");
+  for (const auto& [key, value] : request.pass_args()) job.pass_args[key] = value;
+  job.allow_ptx_fallback = request.allow_ptx_fallback();
+  if (job.allow_ptx_fallback && job.target.is_amd()) return invalid("allow_ptx_fallback applies to cuda: targets only");
+  return job;
+}
+
+void to_compile_request(const CompileJob& job, v1::CompileRequest& request) {
+  request.mutable_input()->set_kind(to_proto(job.input_kind));
+  request.mutable_input()->set_data(job.input);
+  request.mutable_input()->set_name(job.input_name);
+  request.set_target(job.target.canonical());
+  for (const std::string& option : job.options) request.add_options(option);
+  for (const auto& [name, content] : job.headers) (*request.mutable_headers())[name] = content;
+  for (const std::string& expression : job.name_expressions) request.add_name_expressions(expression);
+  request.set_artifact(to_proto(job.wanted));
+  request.set_pipeline(job.pipeline);
+  for (const auto& [key, value] : job.pass_args) (*request.mutable_pass_args())[key] = value;
+  request.set_allow_ptx_fallback(job.allow_ptx_fallback);
+}
+
+void to_compile_response(const Artifact& artifact, const std::vector<StageTiming>& timings,
+                         v1::CompileResponse& response) {
+  response.set_artifact(artifact.bytes);
+  response.set_artifact_kind(to_proto(artifact.kind));
+  response.set_target(artifact.target);
+  for (const StageTiming& timing : timings) {
+    v1::StageTiming* out = response.add_timings();
+    out->set_stage(timing.stage);
+    out->set_ms(timing.ms);
+    for (const PassTiming& pass : timing.passes) {
+      v1::PassTiming* p = out->add_passes();
+      p->set_pass(pass.pass);
+      p->set_ms(pass.ms);
+    }
+  }
+  response.set_key(artifact.key);
+  for (const KeyComponent& c : artifact.key_components) {
+    v1::KeyComponent* out = response.add_key_components();
+    out->set_name(c.name);
+    out->set_value(c.value);
+  }
+  response.set_pipeline(artifact.pipeline);
+  response.set_toolkit(artifact.toolkit);
+  for (const std::string& note : artifact.notes) response.add_notes(note);
+  response.set_log(artifact.log);
+  for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *response.add_kernels());
+  for (const auto& [expression, lowered] : artifact.lowered_names) (*response.mutable_lowered_names())[expression] = lowered;
+}
+
+}  // namespace kjit

@@ -1,0 +1,53 @@
+#include "server/edge/toolkit_listing.h"
+
+#include "backends/nvfatbin/nvfatbin_api.h"
+#include "backends/nvjitlink/nvjitlink_api.h"
+#include "backends/nvrtc/nvrtc_api.h"
+
+namespace kjit {
+namespace {
+
+template <typename Api>
+std::string library_or_error(const Result<const Api*>& api) {
+  return api ? (*api)->library_path : "not loaded: " + api.error().message;
+}
+
+}  // namespace
+
+void describe_toolkits(const ToolkitRouting& routing, v1::ListToolkitsResponse& response) {
+  const std::vector<RoutedToolkit>& all = routing.all();
+  for (const RoutedToolkit& routed : all) {
+    const CudaToolkit& toolkit = *routed.toolkit;
+    v1::ToolkitInfo& info = *response.add_toolkits();
+    info.set_origin(routed.origin);
+    info.set_home(toolkit.home());
+    info.set_version(toolkit.version());
+    info.set_nvrtc(library_or_error(toolkit.nvrtc()));
+    info.set_nvjitlink(library_or_error(toolkit.nvjitlink()));
+    info.set_nvfatbin(library_or_error(toolkit.nvfatbin()));
+    for (uint32_t sm : toolkit.supported_archs()) info.add_archs(sm);
+    for (const std::string& dir : toolkit.include_dirs()) info.add_include_dirs(dir);
+    for (const std::string& note : toolkit.notes()) info.add_notes(note);
+    if (routed.pinned.max_sm) info.set_pinned(routed.pinned.describe());
+    info.set_libdevice(toolkit.libdevice_path());
+  }
+  auto index_of = [&](const RoutedToolkit* routed) {
+    for (size_t i = 0; i < all.size(); ++i)
+      if (&all[i] == routed) return static_cast<int32_t>(i);
+    return int32_t{-1};
+  };
+  for (const ArchInfo& arch : known_archs()) {
+    Target target;
+    target.sm = arch.sm;
+    const RoutedToolkit& routed = routing.for_target(target);
+    v1::TargetRoute& route = *response.add_routes();
+    route.set_target(target.canonical());
+    route.set_toolkit(index_of(&routed));
+    route.set_supported(routed.toolkit->supports(target));
+    route.set_reason(routing.reason(target));
+  }
+  response.set_policy(std::string(to_string(routing.policy())));
+  response.set_fatbin_toolkit(index_of(routing.fatbin_toolkit()));
+}
+
+}  // namespace kjit

@@ -1,0 +1,65 @@
+// kjitd's Prometheus metrics, served over HTTP on GET /metrics. Requests,
+// compiles and hits are recorded as they happen; the counters that other
+// parts keep themselves (cache tiers, coalescer, blobs, workers, the compile
+// queue) are read from MetricsSources at each scrape, so they cost nothing
+// between scrapes. prometheus-cpp stays inside metrics*.cpp: this header is
+// included by every service.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kjit/status.h"
+
+namespace kjit {
+
+struct TieredCacheStats;   // cache/tiered_cache.h
+struct CoalescerStats;     // cache/compile_coalescer.h
+struct BlobStats;          // server/compile/blob_store.h
+struct WorkerCounters;     // server/workers/compile_workers.h
+struct AdmissionSnapshot;  // server/compile/compile_admission.h
+
+// Read at each scrape, from the scraping thread; any may be empty (that
+// part is off, or not there yet) and its metrics are then left out.
+struct MetricsSources {
+  std::function<TieredCacheStats()> cache;
+  std::function<CoalescerStats()> coalescer;
+  std::function<BlobStats()> blobs;
+  std::function<WorkerCounters()> workers;
+  std::function<AdmissionSnapshot()> admission;
+  std::function<bool()> draining;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Serves GET /metrics on address:port; port 0 picks a free port (port()
+  // says which). An error when it cannot listen there.
+  Status serve(const std::string& address, uint16_t port);
+  uint16_t port() const;  // 0 before serve()
+
+  void set_sources(MetricsSources sources);
+
+  // Thread-safe and cheap enough for a memory hit's path: each series is
+  // looked up in a cache of its own after its first use.
+  // grpc_code is the numeric gRPC status code; it is exported by name.
+  void record_request(std::string_view method, int grpc_code, std::string_view tenant, double seconds);
+  void record_compile(double seconds, bool ok);            // a compile that ran in this daemon
+  void record_hit(std::string_view tier, double seconds);  // a request answered from a cache tier
+
+  // The exposition text, as a scrape would read it (for tests and debugging).
+  std::string text() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kjit

@@ -1,0 +1,156 @@
+#include "server/observe/metrics_sources.h"
+
+#include <deque>
+#include <initializer_list>
+#include <iterator>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "cache/compile_coalescer.h"
+#include "cache/tiered_cache.h"
+#include "server/compile/blob_store.h"
+#include "server/compile/compile_admission.h"
+#include "server/workers/compile_workers.h"
+
+namespace kjit {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Kills by these causes are exported even at 0, so that rate() over them
+// has a series from the first scrape.
+constexpr std::initializer_list<const char*> k_kill_causes = {"timeout", "bound", "cancelled", "shutdown"};
+
+class Families {
+ public:
+  MetricFamily& add(std::string name, std::string help, MetricType type) {
+    out_.push_back(MetricFamily{std::move(name), std::move(help), type, {}});
+    return out_.back();
+  }
+  // One family of one unlabelled sample.
+  void single(std::string name, std::string help, MetricType type, double value) {
+    sample(add(std::move(name), std::move(help), type), {}, value);
+  }
+  static void sample(MetricFamily& family, std::vector<ClientMetric::Label> labels, double value) {
+    ClientMetric metric;
+    metric.label = std::move(labels);
+    if (family.type == MetricType::Counter)
+      metric.counter.value = value;
+    else
+      metric.gauge.value = value;
+    family.metric.push_back(std::move(metric));
+  }
+  std::vector<MetricFamily> take() {
+    return {std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end())};
+  }
+
+ private:
+  std::deque<MetricFamily> out_;  // references to families stay valid as more are added
+};
+
+void add_cache(Families& out, const TieredCacheStats& stats) {
+  struct PerTier {
+    const char* name;
+    const char* help;
+    MetricType type;
+    double (*value)(const TierStats&);
+  };
+  const PerTier per_tier[] = {
+      {"kjit_cache_hits_total", "Compile lookups answered by this tier.", MetricType::Counter,
+       [](const TierStats& t) { return double(t.answered); }},
+      {"kjit_cache_misses_total", "Gets this tier did not hold.", MetricType::Counter,
+       [](const TierStats& t) { return double(t.store.misses); }},
+      {"kjit_cache_puts_total", "Entries written to this tier.", MetricType::Counter,
+       [](const TierStats& t) { return double(t.store.puts); }},
+      {"kjit_cache_stored_bytes", "Bytes this tier holds now (approximate for shared tiers).", MetricType::Gauge,
+       [](const TierStats& t) { return double(t.store.bytes); }},
+      {"kjit_cache_entries", "Entries this tier holds now (approximate for shared tiers).", MetricType::Gauge,
+       [](const TierStats& t) { return double(t.store.entries); }},
+      {"kjit_cache_evictions_total", "Entries this tier evicted.", MetricType::Counter,
+       [](const TierStats& t) { return double(t.store.evictions); }},
+      {"kjit_cache_corrupt_entries_total", "Entries that failed verification and were removed.", MetricType::Counter,
+       [](const TierStats& t) { return double(t.store.corruptions); }},
+      // As the Cache.Stats RPC counts them.
+      {"kjit_cache_errors_total", "Operations that failed in this tier (I/O, full disk, network).",
+       MetricType::Counter, [](const TierStats& t) { return double(t.failed_operations()); }},
+  };
+  std::vector<MetricFamily*> families;
+  for (const PerTier& p : per_tier) families.push_back(&out.add(p.name, p.help, p.type));
+  for (const TierStats& tier : stats.tiers) {
+    const std::string name(to_string(tier.tier));
+    for (size_t i = 0; i < std::size(per_tier); ++i)
+      Families::sample(*families[i], {{"tier", name}}, per_tier[i].value(tier));
+  }
+  out.single("kjit_cache_lookups_total", "Compile lookups in the tiered cache.", MetricType::Counter,
+             double(stats.lookups));
+}
+
+void add_workers(Families& out, const WorkerCounters& workers) {
+  out.single("kjit_worker_starts_total", "Compile worker processes started.", MetricType::Counter,
+             double(workers.started));
+  out.single("kjit_worker_crashes_total", "Compile workers that died by a signal not ours or exited unasked.",
+             MetricType::Counter, double(workers.crashed));
+  MetricFamily& kills = out.add("kjit_worker_kills_total", "Compile workers killed by kjitd, by cause.",
+                                MetricType::Counter);
+  std::map<std::string, uint64_t> by_cause = workers.kills;
+  for (const char* cause : k_kill_causes) by_cause.try_emplace(cause, 0);
+  for (const auto& [cause, n] : by_cause) Families::sample(kills, {{"cause", cause}}, double(n));
+  out.single("kjit_workers_live", "Compile worker processes alive now.", MetricType::Gauge, double(workers.live));
+}
+
+void add_admission(Families& out, const AdmissionSnapshot& queue) {
+  out.single("kjit_compile_queue_pending", "Compiles admitted and not finished.", MetricType::Gauge,
+             double(queue.pending));
+  out.single("kjit_compile_queue_waiting", "Compiles waiting for a compile slot.", MetricType::Gauge,
+             double(queue.waiting));
+  out.single("kjit_compile_queue_running", "Compiles holding a compile slot.", MetricType::Gauge,
+             double(queue.running));
+  MetricFamily& by_tenant = out.add("kjit_compile_queue_pending_by_tenant", "Pending compiles of each tenant.",
+                                    MetricType::Gauge);
+  for (const auto& [tenant, n] : queue.pending_by_tenant)
+    Families::sample(by_tenant, {{"tenant", tenant}}, double(n));
+  out.single("kjit_compile_refused_total", "Compiles refused over a queue bound.", MetricType::Counter,
+             double(queue.refused));
+}
+
+}  // namespace
+
+void MetricsSourcesCollector::set(MetricsSources sources) {
+  std::lock_guard lock(mutex_);
+  sources_ = std::move(sources);
+}
+
+std::vector<MetricFamily> MetricsSourcesCollector::Collect() const {
+  MetricsSources sources;
+  {
+    std::lock_guard lock(mutex_);
+    sources = sources_;
+  }
+  // The sources are called without the lock: they take their owners' locks.
+  Families out;
+  if (sources.cache) add_cache(out, sources.cache());
+  if (sources.coalescer) {
+    const CoalescerStats stats = sources.coalescer();
+    out.single("kjit_compiles_total", "Compiles this daemon ran.", MetricType::Counter, double(stats.compiles));
+    out.single("kjit_compiles_joined_total", "Requests that joined another request's compile.",
+               MetricType::Counter, double(stats.joined));
+  }
+  if (sources.blobs) {
+    const BlobStats stats = sources.blobs();
+    out.single("kjit_blob_puts_total", "Client blobs stored.", MetricType::Counter, double(stats.puts));
+    out.single("kjit_blob_gets_total", "Client blob gets.", MetricType::Counter, double(stats.gets));
+    out.single("kjit_blob_hits_total", "Client blob gets that found the blob.", MetricType::Counter,
+               double(stats.hits));
+  }
+  if (sources.workers) add_workers(out, sources.workers());
+  if (sources.admission) add_admission(out, sources.admission());
+  if (sources.draining)
+    out.single("kjit_draining", "1 while kjitd drains before stopping.", MetricType::Gauge,
+               sources.draining() ? 1 : 0);
+  return out.take();
+}
+
+}  // namespace kjit

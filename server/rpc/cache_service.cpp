@@ -1,0 +1,237 @@
+#include "server/rpc/cache_service.h"
+
+#include <algorithm>
+
+#include "pipeline/cache_key.h"
+#include "server/edge/compile_translation.h"
+#include "server/edge/status_mapping.h"
+#include "server/access/tenants.h"
+
+namespace kjit {
+namespace {
+
+Error cache_off() { return make_error(ErrorCode::failed_precondition, "the compile cache is off on this daemon"); }
+Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon"); }
+
+}  // namespace
+
+CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<CallGate> gate)
+    : compiler_(std::move(compiler)), gate_(gate ? std::move(gate) : std::make_shared<CallGate>(CallGate::Options{})) {
+  if (DaemonCache* cache = compiler_->cache())
+    blobs_ = std::make_unique<BlobStore>(cache->tiers->shared_tiers(), compiler_->config().max_blob_bytes);
+}
+
+grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRequest*, v1::StatsResponse* response) {
+  return gate_->serve(context, "Stats", [&](const Caller&) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    if (!cache) return to_grpc_status(cache_off(), *context);
+    TieredCacheStats stats = cache->tiers->stats();
+    for (const TierStats& tier : stats.tiers) {
+      v1::TierStats* out = response->add_tiers();
+      out->set_tier(std::string(to_string(tier.tier)));
+      out->set_hits(tier.store.hits);
+      out->set_misses(tier.store.misses);
+      out->set_puts(tier.store.puts);
+      out->set_bytes(tier.store.bytes);
+      out->set_entries(tier.store.entries);
+      out->set_evictions(tier.store.evictions);
+      out->set_corruptions(tier.store.corruptions);
+      out->set_errors(tier.failed_operations());
+      out->set_skipped(tier.store.skipped);
+      out->set_answered(tier.answered);
+    }
+    response->set_lookups(stats.lookups);
+    response->set_misses(stats.misses);
+    response->set_compile_ms_saved(stats.compile_ms_saved);
+    CoalescerStats once = cache->once->stats();
+    response->set_compiles(once.compiles);
+    response->set_joined(once.joined);
+    response->set_fleet_waits(once.fleet_waits);
+    response->set_lease_timeouts(once.lease_timeouts);
+    BlobStats blobs = blobs_->stats();
+    v1::BlobStats* out = response->mutable_blobs();
+    out->set_puts(blobs.puts);
+    out->set_put_bytes(blobs.put_bytes);
+    out->set_gets(blobs.gets);
+    out->set_hits(blobs.hits);
+    out->set_misses(blobs.misses);
+    out->set_groups_put(blobs.groups_put);
+    out->set_group_gets(blobs.group_gets);
+    out->set_group_hits(blobs.group_hits);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequest* request, v1::ListResponse* response) {
+  return gate_->serve(context, "List", [&](const Caller& caller) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    if (!cache) return to_grpc_status(cache_off(), *context);
+    if (!cache->disk) return to_grpc_status(disk_off(), *context);
+    Result<std::vector<StoredKey>> keys = cache->disk->list();
+    if (!keys) return to_grpc_status(keys.error(), *context);
+    std::sort(keys->begin(), keys->end(), [](const StoredKey& a, const StoredKey& b) { return a.last_access_unix > b.last_access_unix; });
+    for (const StoredKey& key : *keys) {
+      if (request->limit() && static_cast<uint32_t>(response->entries_size()) >= request->limit()) break;
+      // A caller sees its own namespace's entries, under the keys it knows.
+      const NamespacedKey stored = split_namespaced_key(key.key);
+      if (stored.ns != caller.ns) continue;
+      v1::CacheListing* out = response->add_entries();
+      out->set_key(std::string(stored.key));
+      out->set_bytes(key.bytes);
+      out->set_last_access_unix(key.last_access_unix);
+    }
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::RemoveRequest* request, v1::RemoveResponse*) {
+  return gate_->serve(context, "Remove", [&](const Caller& caller) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    if (!cache) return to_grpc_status(cache_off(), *context);
+    // `kjit cache ls` lists blobs too, so `kjit cache rm` takes their keys.
+    if (!is_blob_cache_key(request->key()))
+      if (Status spelled = check_key_spelling(request->key()); !spelled) return to_grpc_status(spelled.error(), *context);
+    cache->tiers->remove(namespaced_key(request->key(), caller.ns));
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::Gc(grpc::ServerContext* context, const v1::GcRequest* request, v1::GcResponse* response) {
+  return gate_->serve(context, "Gc", [&](const Caller& caller) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    if (!cache) return to_grpc_status(cache_off(), *context);
+    if (!cache->disk) return to_grpc_status(disk_off(), *context);
+    // A tenant collects its own namespace (down to max_bytes of its own);
+    // the local operator the whole tier.
+    Result<DiskStore::GcReport> report =
+        caller.is_operator() ? cache->disk->gc(request->max_bytes())
+                             : cache->disk->gc(request->max_bytes(), [&caller](std::string_view key) {
+                                 return split_namespaced_key(key).ns == caller.ns;
+                               });
+    if (!report) return to_grpc_status(report.error(), *context);
+    response->set_removed_entries(report->removed_entries);
+    response->set_removed_bytes(report->removed_bytes);
+    response->set_entries_after(report->entries_after);
+    response->set_bytes_after(report->bytes_after);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::Verify(grpc::ServerContext* context, const v1::VerifyRequest*, v1::VerifyResponse* response) {
+  return gate_->serve(context, "Verify", [&](const Caller& caller) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    if (!cache) return to_grpc_status(cache_off(), *context);
+    if (!cache->disk) return to_grpc_status(disk_off(), *context);
+    if (!caller.is_operator())
+      return to_grpc_status(make_error(ErrorCode::permission_denied,
+                                       "cache verify reads every tenant's entries; only the local operator may run it"),
+                            *context);
+    Result<DiskStore::VerifyReport> report = cache->disk->verify();
+    if (!report) return to_grpc_status(report.error(), *context);
+    response->set_checked(report->checked);
+    response->set_removed(report->removed);
+    return grpc::Status::OK;
+  });
+}
+
+Result<CacheKey> CacheService::key_of(const v1::ExplainSide& side, const Caller& caller) const {
+  if (side.has_request()) {
+    Result<CompileJob> job = to_compile_job(side.request(), compiler_->config());
+    if (!job) return job.error();
+    return compiler_->pipeline().key(*job);
+  }
+  const std::string& key = side.key();
+  if (Status spelled = check_key_spelling(key); !spelled) return spelled.error();
+  DaemonCache* cache = compiler_->cache();
+  if (!cache) return cache_off();
+  std::optional<CacheHit> hit = cache->tiers->get(namespaced_key(key, caller.ns));
+  if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key " + key);
+  return CacheKey{hit->entry->artifact.key_components, key};
+}
+
+grpc::Status CacheService::Explain(grpc::ServerContext* context, const v1::ExplainRequest* request,
+                                   v1::ExplainResponse* response) {
+  return gate_->serve(context, "Explain", [&](const Caller& caller) -> grpc::Status {
+    Result<CacheKey> left = key_of(request->left(), caller);
+    if (!left) return to_grpc_status(left.error(), *context);
+    Result<CacheKey> right = key_of(request->right(), caller);
+    if (!right) return to_grpc_status(right.error(), *context);
+    response->set_left_key(left->hex);
+    response->set_right_key(right->hex);
+    auto add = [](const std::vector<KeyComponent>& from, auto* to) {
+      for (const KeyComponent& c : from) {
+        v1::KeyComponent* out = to->Add();
+        out->set_name(c.name);
+        out->set_value(c.value);
+      }
+    };
+    add(left->components, response->mutable_left_components());
+    add(right->components, response->mutable_right_components());
+    for (const KeyDifference& d : diff_keys(*left, *right)) {
+      v1::KeyDifference* out = response->add_differences();
+      out->set_name(d.name);
+      out->set_left(d.left);
+      out->set_right(d.right);
+      out->set_present_left(d.present_left);
+      out->set_present_right(d.present_right);
+    }
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::PutBlob(grpc::ServerContext* context, const v1::PutBlobRequest* request,
+                                   v1::PutBlobResponse* response) {
+  return gate_->serve(context, "PutBlob", [&](const Caller& caller) -> grpc::Status {
+    if (!blobs_) return to_grpc_status(cache_off(), *context);
+    // The request is const: its data is copied once, into the entry.
+    Result<std::string> key = blobs_->put(caller.ns, request->namespace_(), request->key(), request->name(), request->data());
+    if (!key) return to_grpc_status(key.error(), *context);
+    response->set_cache_key(std::move(*key));
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest* request,
+                                   v1::GetBlobResponse* response) {
+  return gate_->serve(context, "GetBlob", [&](const Caller& caller) -> grpc::Status {
+    if (!blobs_) return to_grpc_status(cache_off(), *context);
+    Result<std::optional<BlobHit>> hit = blobs_->get(caller.ns, request->namespace_(), request->key(), request->name());
+    if (!hit) return to_grpc_status(hit.error(), *context);
+    if (!hit->has_value()) return grpc::Status::OK;
+    response->set_found(true);
+    response->set_data((*hit)->entry->artifact.bytes);
+    response->set_cache(std::string(to_string((*hit)->tier)));
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::PutBlobGroup(grpc::ServerContext* context, const v1::PutBlobGroupRequest* request,
+                                        v1::PutBlobGroupResponse*) {
+  return gate_->serve(context, "PutBlobGroup", [&](const Caller& caller) -> grpc::Status {
+    if (!blobs_) return to_grpc_status(cache_off(), *context);
+    std::vector<std::string> names(request->names().begin(), request->names().end());
+    if (Status s = blobs_->put_group(caller.ns, request->namespace_(), request->key(), request->group(), names); !s)
+      return to_grpc_status(s.error(), *context);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::GetBlobGroup(grpc::ServerContext* context, const v1::GetBlobGroupRequest* request,
+                                        v1::GetBlobGroupResponse* response) {
+  return gate_->serve(context, "GetBlobGroup", [&](const Caller& caller) -> grpc::Status {
+    if (!blobs_) return to_grpc_status(cache_off(), *context);
+    Result<BlobGroupAnswer> answer = blobs_->get_group(caller.ns, request->namespace_(), request->key(), request->group());
+    if (!answer) return to_grpc_status(answer.error(), *context);
+    response->set_found(answer->found);
+    for (const auto& [name, hit] : answer->members) {
+      v1::Blob* out = response->add_members();
+      out->set_name(name);
+      out->set_data(hit.entry->artifact.bytes);
+    }
+    for (const std::string& name : answer->missing) response->add_missing(name);
+    for (const std::string& name : answer->deferred) response->add_deferred(name);
+    return grpc::Status::OK;
+  });
+}
+
+}  // namespace kjit

@@ -1,0 +1,102 @@
+// The door every RPC of kjitd's services passes: who is calling (a tenant by
+// its token, or the local operator), the request's id, whether the daemon
+// still takes work (not while draining), and, when the call ends, its
+// metrics. Services call open() first and close() with the status they
+// answer; serve() does both around a synchronous handler.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
+#include <grpcpp/support/status.h>
+
+#include "kjit/status.h"
+#include "server/observe/request_log.h"
+#include "server/edge/status_mapping.h"
+#include "server/access/tenants.h"
+
+namespace kjit {
+
+class Metrics;
+
+// Who a request comes from, as the layers below the services need it.
+struct Caller {
+  std::string tenant;      // empty: the local operator (no tenants, or the socket without a token)
+  std::string ns;          // cache namespace; empty: the default one
+  std::string request_id;  // in the log, in the answer's "kjit-request-id" metadata
+  bool is_operator() const { return tenant.empty(); }
+  std::string_view label() const { return tenant.empty() ? k_operator_label : std::string_view(tenant); }
+};
+
+class CallGate {
+ public:
+  struct Options {
+    std::shared_ptr<const TenantRegistry> tenants;  // null: no tenants, no tokens asked for
+    bool socket_requires_token = false;             // with tenants: the unix socket asks for one too
+    std::shared_ptr<Metrics> metrics;               // null: none kept
+  };
+  explicit CallGate(Options options);
+
+  // Names the call (its id in the initial metadata), authenticates it, and
+  // counts it in flight. UNAUTHENTICATED when the listener asks for a token
+  // and none valid came (logged without the token); UNAVAILABLE while
+  // draining. close() must follow either way.
+  Result<Caller> open(grpc::ServerContextBase& context, std::string_view method);
+  // The call's end: metrics by method, code and tenant, and no longer in flight.
+  void close(const Result<Caller>& caller, std::string_view method, const grpc::Status& status,
+             std::chrono::steady_clock::time_point opened);
+
+  // open(), the handler with the caller (under its log scope), close().
+  template <typename Handler>
+  grpc::Status serve(grpc::ServerContextBase* context, std::string_view method, Handler&& handler) {
+    const auto opened = std::chrono::steady_clock::now();
+    Result<Caller> caller = open(*context, method);
+    grpc::Status status;
+    if (!caller) {
+      status = to_grpc_status(caller.error(), *context);
+    } else {
+      RequestLogScope scope(caller->request_id);
+      status = handler(*caller);
+    }
+    close(caller, method, status, opened);
+    return status;
+  }
+
+  // The same for a callback-API handler that answers where it stands.
+  template <typename Handler>
+  grpc::ServerUnaryReactor* serve_now(grpc::CallbackServerContext* context, std::string_view method,
+                                      Handler&& handler) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(serve(context, method, std::forward<Handler>(handler)));
+    return reactor;
+  }
+
+  // From now on new calls are refused (UNAVAILABLE) and health says
+  // NOT_SERVING (the daemon does that part); calls in flight go on.
+  void start_draining();
+  bool draining() const { return draining_; }
+  // Waits until no call is in flight or the deadline passes; true when idle.
+  bool wait_idle(std::chrono::steady_clock::time_point deadline);
+  size_t in_flight() const;
+  Metrics* metrics() const { return options_.metrics.get(); }
+
+ private:
+  Options options_;
+  std::atomic<bool> draining_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable idle_;
+  size_t in_flight_ = 0;
+};
+
+// Whether the call's client has gone away or its deadline has passed.
+bool call_gone(const grpc::ServerContextBase& context);
+
+}  // namespace kjit

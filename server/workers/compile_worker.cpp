@@ -1,0 +1,135 @@
+#include "server/workers/compile_worker.h"
+
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "pipeline/amd_passes.h"
+#include "server/workers/compile_bounds.h"
+#include "server/config/pipeline_setup.h"
+#include "server/workers/worker_confinement.h"
+#include "server/workers/worker_output.h"
+#include "server/workers/worker_protocol.h"
+
+namespace kjit {
+namespace {
+
+worker::Outcome failure(const Error& error, bool bound_exceeded = false) {
+  worker::Outcome outcome;
+  worker::Failure& f = *outcome.mutable_failure();
+  f.set_code(static_cast<int32_t>(error.code));
+  f.set_message(error.message);
+  f.set_log(error.log);
+  f.set_bound_exceeded(bound_exceeded);
+  return outcome;
+}
+
+// Files a toolchain left in the private directory belong to the request
+// that made them: the next request starts with it empty.
+void empty_directory(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) std::filesystem::remove_all(entry.path(), ec);
+}
+
+// Runs the plan the daemon derived: the worker derives no key of its own.
+worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire, const DaemonConfig& config) {
+  Result<WorkerJob> job = from_worker_job(wire, config);
+  if (!job) return failure(job.error());
+  Result<Artifact> artifact = pipeline.run(job->job, job->plan);
+  if (std::optional<Error> crossed = bound_crossed_by(artifact, config.compile_bounds)) return failure(*crossed, true);
+  if (!artifact) return failure(artifact.error());
+  return artifact_outcome(std::move(artifact.value()));
+}
+
+int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& config, const std::string& private_dir) {
+  std::string bytes;
+  while (true) {
+    switch (read_frame(fd, bytes, std::nullopt)) {
+      case FrameRead::ok: break;
+      case FrameRead::closed: return 0;  // the daemon is done with this worker
+      default:
+        spdlog::error("compile worker: cannot read a job");
+        return 1;
+    }
+    // The daemon keeps this job's stderr lines from here on, for its error.
+    fmt::print(stderr, "{}\n", WorkerOutput::k_job_marker);
+    std::fflush(stderr);
+    start_compile_cpu_bound(config.compile_bounds);
+    worker::Job job;
+    worker::Outcome outcome = job.ParseFromString(bytes)
+                                  ? compile(pipeline, job, config)
+                                  : failure(make_error(ErrorCode::internal, "compile worker: a job does not parse"));
+    empty_directory(private_dir);
+    fmt::print(stderr, "{}\n", WorkerOutput::k_job_end_marker);
+    std::fflush(stderr);
+    if (Status written = write_frame(fd, outcome); !written) {
+      spdlog::error("{}", written.error().message);
+      return 1;
+    }
+    if (outcome.has_failure() && outcome.failure().bound_exceeded()) return 0;
+  }
+}
+
+}  // namespace
+
+Result<WorkerSetup> read_worker_setup(int fd) {
+  std::string bytes;
+  worker::Setup setup;
+  if (read_frame(fd, bytes, std::nullopt) != FrameRead::ok || !setup.ParseFromString(bytes))
+    return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
+  return WorkerSetup{setup.config_text(), setup.config_path(), setup.private_dir()};
+}
+
+[[noreturn]] void worker_main(const DaemonConfig& config, const WorkerSetup& setup, int fd) {
+  // The daemon logs each line a worker writes with its own time and the
+  // worker's pid, and keeps the last ones for the request's error.
+  spdlog::default_logger()->set_pattern("%l: %v");
+  // A worker says what the daemon already said at start-up only when asked.
+  spdlog::set_level(std::max(spdlog::level::from_str(config.log_level), spdlog::level::warn));
+  const int code = run_worker_process(config, setup, fd);
+  spdlog::default_logger()->flush();
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int fd) {
+  auto pipeline = make_compile_pipeline(config);
+  if (!pipeline) {
+    spdlog::error("{}", pipeline.error().message);
+    return 1;
+  }
+  // Toolchains write their temporary files, and NVRTC looks for quoted
+  // includes, in the private directory: nothing of the host's is there.
+  if (setup.private_dir.empty() || ::chdir(setup.private_dir.c_str()) != 0) {
+    spdlog::error("compile worker: cannot enter its private directory '{}'", setup.private_dir);
+    return 1;
+  }
+  ::setenv("TMPDIR", setup.private_dir.c_str(), 1);
+  allow_hiprtc_in_this_process();
+  std::string confinement = "unconfined (sandbox = \"off\")";
+  if (config.sandbox != "off") {
+    Result<std::string> confined = confine_worker(config, **pipeline, setup.private_dir);
+    if (!confined) {
+      spdlog::error("compile worker: cannot confine itself: {}", confined.error().message);
+      return 3;
+    }
+    confinement = std::move(confined.value());
+  }
+  Result<std::string> bounded = apply_worker_bounds(config.compile_bounds);
+  if (!bounded) {
+    spdlog::error("compile worker: {}", bounded.error().message);
+    return 3;
+  }
+  worker::Ready ready;
+  ready.set_confinement(confinement + "; bounds: " + *bounded);
+  if (Status sent = write_frame(fd, ready); !sent) return 1;
+  return serve_jobs(**pipeline, fd, config, setup.private_dir);
+}
+
+}  // namespace kjit

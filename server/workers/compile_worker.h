@@ -1,0 +1,33 @@
+// A compile worker process's side (kjitd --worker-fd N): build the pipeline,
+// confine itself, then read a job, plan and run it within the compile
+// bounds, and answer with the artifact or the error, until the daemon closes
+// the socket. A compiler that crashes or hangs takes this process down,
+// never the daemon.
+#pragma once
+
+#include <string>
+
+#include "server/config/daemon_config.h"
+#include "pipeline/compile_pipeline.h"
+
+namespace kjit {
+
+// The first message from the daemon: its configuration file's text (empty
+// when it runs without one), the file's path, and the worker's private
+// directory.
+struct WorkerSetup {
+  std::string config_text, config_path, private_dir;
+};
+Result<WorkerSetup> read_worker_setup(int fd);
+
+// The whole life of a worker process, from its configuration to the daemon
+// closing the socket. Returns the process's exit code: 0 when the daemon
+// closed the socket or a bound ended the worker after its answer.
+int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int fd);
+
+// A worker process's main: its logging, run_worker_process, and an exit that
+// runs no exit-time checks (a confined process cannot: LeakSanitizer needs
+// ptrace).
+[[noreturn]] void worker_main(const DaemonConfig& config, const WorkerSetup& setup, int fd);
+
+}  // namespace kjit

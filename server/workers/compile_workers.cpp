@@ -1,0 +1,400 @@
+#include "server/workers/compile_workers.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "server/workers/compile_bounds.h"
+#include "server/workers/worker_protocol.h"
+
+extern char** environ;
+
+namespace kjit {
+namespace {
+
+constexpr int k_worker_fd = 3;
+// Loading NVRTC, nvJitLink, LLVM and the plugins takes well under a second;
+// a worker not ready after this is stuck.
+constexpr auto k_ready_timeout = std::chrono::seconds(60);
+// How often a compile checks whether every request waiting on it went away.
+constexpr auto k_abandoned_poll = std::chrono::milliseconds(50);
+
+constexpr std::string_view k_abandoned_message = "compile abandoned: every request waiting on it went away";
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return "killed by signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "ended";
+}
+
+// Kills (when asked), closes and waits for a process; its wait status, or
+// nullopt when it could not be reaped.
+std::optional<int> reap(pid_t pid, int fd, bool kill_first) {
+  if (kill_first) ::kill(pid, SIGKILL);
+  ::close(fd);
+  int status = 0;
+  pid_t reaped = -1;
+  while ((reaped = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (reaped != pid) return std::nullopt;
+  return status;
+}
+
+// A directory only this worker may write in; its files go with it.
+Result<std::string> make_private_dir() {
+  std::error_code ec;
+  std::string pattern = (std::filesystem::temp_directory_path(ec) / "kjit-worker-XXXXXX").string();
+  if (ec || !::mkdtemp(pattern.data()))
+    return make_error(ErrorCode::internal,
+                      std::string("compile worker: cannot make its private directory: ") + std::strerror(errno));
+  return pattern;
+}
+
+std::string with_last_output(std::string message, const std::string& last_output) {
+  if (last_output.empty()) return message + " (it wrote nothing to stderr)";
+  return message + "; its last output:\n" + last_output;
+}
+
+std::string describe_job(const CompileJob& job) {
+  return job.input_name + " for " + job.target.canonical();
+}
+
+enum class AnswerWait { ready, timed_out, abandoned };
+
+// Waits until the worker's answer starts (or its socket closes), the
+// deadline passes or the compile is abandoned, asking `abandoned` between
+// short waits; read_frame then reads what came. An answer already there is
+// taken even when abandoned: the compile is done, and its artifact is cached.
+AnswerWait wait_for_answer(int fd, std::chrono::steady_clock::time_point deadline,
+                           const std::function<bool()>& abandoned) {
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return AnswerWait::timed_out;
+    auto slice = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    if (abandoned) slice = std::min(slice, k_abandoned_poll);
+    pollfd p{fd, POLLIN, 0};
+    const int polled = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(slice.count(), 60'000)));
+    if (polled > 0 || (polled < 0 && errno != EINTR)) return AnswerWait::ready;  // read_frame says what it is
+    if (abandoned && abandoned()) return AnswerWait::abandoned;
+  }
+}
+
+}  // namespace
+
+CompileWorkers::CompileWorkers(Options options, std::string executable)
+    : options_(std::move(options)), executable_(std::move(executable)) {}
+
+CompileWorkers::~CompileWorkers() {
+  std::lock_guard lock(mutex_);
+  // Every job has returned its worker by now (the server shut down first).
+  for (Worker& worker : idle_) end_of(worker, /*kill_first=*/false);  // it reads EOF and exits
+  idle_.clear();
+}
+
+bool CompileWorkers::stopping() const {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
+size_t CompileWorkers::live_workers() const {
+  std::lock_guard lock(mutex_);
+  return live_;
+}
+
+Result<CompileWorkers::Worker> CompileWorkers::spawn() {
+  const auto began = std::chrono::steady_clock::now();
+  Result<std::string> private_dir = make_private_dir();
+  if (!private_dir) return private_dir.error();
+  int fds[2], err[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return make_error(ErrorCode::internal, std::string("compile worker: socketpair: ") + std::strerror(errno));
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return make_error(ErrorCode::internal, std::string("compile worker: pipe: ") + std::strerror(errno));
+  }
+  int child_end = fds[1];
+  if (child_end == k_worker_fd) {  // dup2 onto itself would leave FD_CLOEXEC set
+    child_end = ::fcntl(fds[1], F_DUPFD_CLOEXEC, k_worker_fd + 1);
+    ::close(fds[1]);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // dup2 clears FD_CLOEXEC on the copies: fd 3 and stderr are all the
+  // worker gets.
+  posix_spawn_file_actions_adddup2(&actions, child_end, k_worker_fd);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  if (!options_.launch.directory.empty())
+    posix_spawn_file_actions_addchdir_np(&actions, options_.launch.directory.c_str());
+  std::vector<std::string> args = options_.launch.command;
+  args.insert(args.end(), {"--worker-fd", std::to_string(k_worker_fd)});
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const std::string program = executable_.empty() ? "/proc/self/exe" : executable_;
+  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(child_end);
+  ::close(err[1]);
+  if (spawned != 0) {
+    ::close(fds[0]);
+    ::close(err[0]);
+    std::error_code ec;
+    std::filesystem::remove_all(*private_dir, ec);
+    return make_error(ErrorCode::internal, std::string("compile worker: cannot start: ") + std::strerror(spawned));
+  }
+  return Worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began};
+}
+
+Status CompileWorkers::await_ready(Worker& worker) {
+  worker::Setup setup;
+  setup.set_config_text(options_.launch.config_text);
+  setup.set_config_path(options_.launch.config_path);
+  setup.set_private_dir(worker.private_dir);
+  std::string bytes;
+  worker::Ready ready;
+  FrameRead read = FrameRead::error;
+  if (!write_frame(worker.fd, setup) ||
+      (read = read_frame(worker.fd, bytes, std::chrono::steady_clock::now() + k_ready_timeout)) != FrameRead::ok ||
+      !ready.ParseFromString(bytes)) {
+    const WorkerEnd end = discard(worker, /*kill_first=*/true);
+    if (stopping()) {
+      count_end("shutdown");
+      return make_error(ErrorCode::unavailable, "kjitd is shutting down");
+    }
+    count_end(read == FrameRead::timed_out ? "timeout" : "crashed");
+    return make_error(ErrorCode::internal, with_last_output("a compile worker could not start: it " + end.how,
+                                                            end.last_output));
+  }
+  const auto start_time =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - worker.started);
+  spdlog::debug("compile worker {} ready in {} ms, {}", worker.pid, start_time.count() / 1000.0, ready.confinement());
+  std::lock_guard lock(mutex_);
+  last_start_ = StartReport{ready.confinement(), start_time, last_start_.started + 1};
+  return Ok{};
+}
+
+void CompileWorkers::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    for (pid_t pid : busy_) ::kill(pid, SIGKILL);
+  }
+  freed_.notify_all();
+}
+
+Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool()>& abandoned) {
+  std::unique_lock lock(mutex_);
+  while (!stopping_ && idle_.empty() && live_ >= options_.max_workers) {
+    if (!abandoned) {
+      freed_.wait(lock);
+      continue;
+    }
+    // Asked without the lock: whoever answers it may take locks of its own.
+    lock.unlock();
+    const bool gone = abandoned();
+    lock.lock();
+    if (gone) return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
+    freed_.wait_for(lock, k_abandoned_poll);
+  }
+  if (stopping_) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
+  Result<Worker> worker = make_error(ErrorCode::internal, "no worker");
+  if (!idle_.empty()) {
+    worker = idle_.back();
+    idle_.pop_back();
+    busy_.push_back(worker->pid);
+    return worker;
+  }
+  // Spawned under the lock: no other socketpair is open in this process
+  // while a worker is started, so none leaks into it. Its start-up (loading
+  // the toolchains, confining itself) is awaited outside it, so the pool,
+  // the status and a shutdown never wait on a worker getting ready.
+  worker = spawn();
+  if (!worker) return worker;
+  ++live_;
+  ++counters_.started;
+  busy_.push_back(worker->pid);
+  lock.unlock();
+  if (Status ready = await_ready(*worker); !ready) return ready.error();
+  return worker;
+}
+
+void CompileWorkers::release(Worker worker) {
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(busy_, worker.pid);
+    idle_.push_back(worker);
+  }
+  freed_.notify_one();
+}
+
+CompileWorkers::WorkerEnd CompileWorkers::end_of(const Worker& worker, bool kill_first) const {
+  const std::optional<int> status = reap(worker.pid, worker.fd, kill_first);
+  worker.output->wait_for_end();  // everything it wrote, up to its death, is read
+  std::error_code ec;
+  std::filesystem::remove_all(worker.private_dir, ec);
+  WorkerEnd end;
+  end.signaled = status && WIFSIGNALED(*status);
+  end.how = status ? describe_exit(*status) : "lost";
+  end.last_output = worker.output->last_lines();
+  end.bound = bound_crossed(status, end.last_output, options_.bounds);
+  return end;
+}
+
+CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first) {
+  WorkerEnd end = end_of(worker, kill_first);
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(busy_, worker.pid);
+    --live_;
+  }
+  freed_.notify_one();
+  return end;
+}
+
+void CompileWorkers::count_end(const std::string& cause) {
+  std::lock_guard lock(mutex_);
+  if (cause == "crashed")
+    ++counters_.crashed;
+  else
+    ++counters_.kills[cause];
+}
+
+WorkerCounters CompileWorkers::counters() const {
+  std::lock_guard lock(mutex_);
+  WorkerCounters out = counters_;
+  out.live = live_;
+  return out;
+}
+
+CompileWorkers::StartReport CompileWorkers::last_start() const {
+  std::lock_guard lock(mutex_);
+  return last_start_;
+}
+
+Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan,
+                                     const std::function<bool()>& abandoned) {
+  Result<Worker> worker = acquire(abandoned);
+  if (!worker) return worker.error();
+  if (abandoned && abandoned()) {  // while its worker started: the worker is fine
+    release(*worker);
+    return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
+  }
+  if (Status sent = write_frame(worker->fd, to_worker_job(job, plan)); !sent) {
+    const WorkerEnd end = discard(*worker, /*kill_first=*/true);
+    count_end(stopping() ? "shutdown" : "crashed");
+    return make_error(ErrorCode::internal,
+                      "the compile worker for " + describe_job(job) + " was gone (" + end.how + ")", end.last_output);
+  }
+  std::string bytes;
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  FrameRead read = FrameRead::timed_out;
+  switch (wait_for_answer(worker->fd, deadline, abandoned)) {
+    case AnswerWait::ready:
+      read = read_frame(worker->fd, bytes, deadline);
+      break;
+    case AnswerWait::timed_out:
+      break;
+    case AnswerWait::abandoned: {
+      discard(*worker, /*kill_first=*/true);
+      count_end("cancelled");
+      spdlog::info("compile of {} abandoned by every request waiting on it; its worker was killed", describe_job(job));
+      return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
+    }
+  }
+  switch (read) {
+    case FrameRead::ok:
+      break;
+    case FrameRead::timed_out: {
+      const WorkerEnd end = discard(*worker, /*kill_first=*/true);
+      count_end("timeout");
+      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count();
+      spdlog::warn("compile of {} ran past {} s; its worker was killed", describe_job(job), seconds);
+      return make_error(ErrorCode::deadline_exceeded,
+                        "the compile of " + describe_job(job) + " ran longer than " + std::to_string(seconds) +
+                            " s (limits.compile_timeout_s) and was stopped",
+                        end.last_output);
+    }
+    default: {
+      const WorkerEnd end = discard(*worker, /*kill_first=*/true);
+      if (stopping()) {
+        count_end("shutdown");
+        return make_error(ErrorCode::unavailable, "kjitd is shutting down; the compile of " + describe_job(job) +
+                                                      " was stopped");
+      }
+      count_end(end.bound ? "bound" : "crashed");
+      spdlog::warn("compile worker {} {} while compiling {}", worker->pid, end.how, describe_job(job));
+      if (end.bound)
+        return make_error(ErrorCode::resource_exhausted,
+                          "the compile of " + describe_job(job) + " was stopped: " + *end.bound, end.last_output);
+      if (!end.signaled)  // it left by itself: most likely its start-up failed
+        return make_error(ErrorCode::internal,
+                          with_last_output("the compile worker for " + describe_job(job) + " " + end.how +
+                                               " before answering",
+                                           end.last_output),
+                          end.last_output);
+      return make_error(ErrorCode::internal,
+                        with_last_output("the compiler crashed while compiling " + describe_job(job) +
+                                             ": its worker process was " + end.how + "; kjitd is unaffected",
+                                         end.last_output),
+                        end.last_output);
+    }
+  }
+  worker::Outcome outcome;
+  if (!outcome.ParseFromString(bytes)) {
+    discard(*worker, /*kill_first=*/true);
+    count_end("crashed");  // a worker that does not speak the protocol is broken
+    return make_error(ErrorCode::internal, "compile worker: an answer does not parse");
+  }
+  if (outcome.has_failure()) {
+    const worker::Failure& f = outcome.failure();
+    if (f.bound_exceeded()) {
+      discard(*worker, /*kill_first=*/true);  // it leaves after this answer anyway
+      count_end("bound");
+      return make_error(ErrorCode::resource_exhausted, f.message(), f.log());
+    }
+    // A toolchain that survived a failed allocation said so on stderr
+    // ("ptxas fatal: Memory allocation failure"): that is the memory bound,
+    // and the worker, whose heap may be in any state, goes.
+    worker->output->wait_for_job_end(std::chrono::seconds(2));
+    const std::string output = worker->output->last_lines();
+    if (std::optional<std::string> bound = bound_crossed(std::nullopt, output + f.message(), options_.bounds)) {
+      discard(*worker, /*kill_first=*/true);
+      count_end("bound");
+      return make_error(ErrorCode::resource_exhausted, "the compile of " + describe_job(job) + " was stopped: " +
+                                                           *bound + " (" + f.message() + ")",
+                        f.log().empty() ? output : f.log() + "\n" + output);
+    }
+    release(*worker);
+    const bool known = f.code() >= 0 && f.code() <= static_cast<int32_t>(ErrorCode::internal);
+    return make_error(known ? static_cast<ErrorCode>(f.code()) : ErrorCode::internal, f.message(), f.log());
+  }
+  release(*worker);
+  Result<Artifact> artifact = from_artifact_outcome(std::move(outcome));
+  if (artifact && artifact->key != plan.key.hex)
+    artifact = make_error(ErrorCode::internal, "it names another key");
+  if (!artifact)
+    return make_error(ErrorCode::internal, "compile worker answered with an unusable artifact (" +
+                                               artifact.error().message +
+                                               "): does it run another configuration than the daemon?");
+  return artifact;
+}
+
+}  // namespace kjit

@@ -1,0 +1,129 @@
+// The daemon's side of compiling in worker processes: a pool of kjitd
+// processes started with --worker-fd, each confined to what compiling needs
+// and running one compile at a time within its resource bounds. A worker
+// that crashes (LLVM's aborts, a plugin's segfault), crosses a bound or
+// outlives the compile time bound is reaped and replaced; the request gets a
+// clear error with the worker's last words, and the daemon goes on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/artifact.h"
+#include "core/compile_job.h"
+#include "server/config/daemon_config.h"
+#include "server/workers/worker_launch.h"
+#include "pipeline/compile_pipeline.h"
+#include "server/workers/worker_output.h"
+
+namespace kjit {
+
+// What the pool has done since it was made, for metrics. Every worker that
+// ended other than by the pool's own close is either crashed or a kill.
+struct WorkerCounters {
+  uint64_t started = 0;  // processes spawned
+  uint64_t crashed = 0;  // died by a signal not ours, or exited unasked
+  // Workers killed by the pool, by cause: "timeout" (limits.compile_timeout_s),
+  // "bound" (a resource bound crossed), "cancelled" (every request waiting on
+  // the compile went away), "shutdown" (stop()).
+  std::map<std::string, uint64_t> kills;
+  uint64_t live = 0;  // idle and busy now
+};
+
+class CompileWorkers {
+ public:
+  struct Options {
+    WorkerLaunch launch;
+    size_t max_workers = 2;                     // compiles at once; more wait for a worker
+    std::chrono::milliseconds timeout{300'000};  // a compile longer than this is stopped
+    // The bounds each worker applies to itself (it reads them from the same
+    // configuration); here to name the bound a dead worker crossed.
+    CompileBounds bounds;
+  };
+  // `executable` is the workers' program; empty: this process's own
+  // (kjitd). Tests that run the pool outside kjitd name kjitd.
+  explicit CompileWorkers(Options options, std::string executable = {});
+  // Closes every worker's socket (they exit on it) and reaps them.
+  ~CompileWorkers();
+  CompileWorkers(const CompileWorkers&) = delete;
+  CompileWorkers& operator=(const CompileWorkers&) = delete;
+
+  // Runs the planned job in a worker. The artifact's key is checked against
+  // plan.key: a worker that derived another one runs another configuration.
+  // `abandoned` says that every request waiting on this compile went away
+  // (cancelled, or past its deadline); it is polled while the compile waits
+  // for a worker and while it runs, and when it turns true the worker is
+  // killed (and replaced as usual) and the answer is ErrorCode::cancelled.
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan,
+                       const std::function<bool()>& abandoned = {});
+
+  size_t live_workers() const;
+  WorkerCounters counters() const;
+
+  // How the most recently started worker said it is confined, and how long
+  // it took to get ready; empty before the first worker.
+  struct StartReport {
+    std::string confinement;
+    std::chrono::microseconds start_time{0};
+    uint64_t started = 0;  // workers started so far
+  };
+  StartReport last_start() const;
+
+  // Kills the workers of compiles in flight (they answer UNAVAILABLE) and
+  // refuses new ones: a shutting-down daemon does not wait out a compile.
+  void stop();
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    int fd = -1;  // the daemon's end of the socketpair
+    std::shared_ptr<WorkerOutput> output;  // its stderr
+    std::string private_dir;               // its only writable directory, removed with it
+    std::chrono::steady_clock::time_point started;
+  };
+  Result<Worker> acquire(const std::function<bool()>& abandoned);
+  void release(Worker worker);
+  // How a worker process ended: killed by a signal (a crash, or our kill),
+  // or exited on its own (a failed start-up).
+  struct WorkerEnd {
+    bool signaled = false;
+    std::string how;  // "killed by signal 6 (Aborted)", "exited with status 2"
+    std::optional<std::string> bound;  // the resource bound it crossed, if that is why it ended
+    std::string last_output;           // its last lines on stderr during this job
+  };
+  // Kills (when asked) and reaps a worker, reads the rest of its output and
+  // removes its private directory.
+  WorkerEnd end_of(const Worker& worker, bool kill_first) const;
+  // end_of, and the worker no longer counts.
+  WorkerEnd discard(Worker worker, bool kill_first);
+  // Why a discarded worker ended: "crashed", or a kill's cause (WorkerCounters).
+  void count_end(const std::string& cause);
+  // Starts the process (under mutex_); await_ready then sends its setup and
+  // waits for its Ready, and discards it when it does not come.
+  Result<Worker> spawn();
+  Status await_ready(Worker& worker);
+  bool stopping() const;
+
+  Options options_;
+  std::string executable_;
+  mutable std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<Worker> idle_;
+  size_t live_ = 0;  // idle and busy
+  std::vector<pid_t> busy_;
+  bool stopping_ = false;
+  StartReport last_start_;
+  WorkerCounters counters_;  // live is live_
+};
+
+}  // namespace kjit

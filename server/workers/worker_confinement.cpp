@@ -1,0 +1,79 @@
+#include "server/workers/worker_confinement.h"
+
+#include <link.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <set>
+
+namespace kjit {
+namespace {
+
+// Where the dynamic loader and the C++ runtime find what they need.
+constexpr const char* k_system_read_only[] = {
+    "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib",
+    "/etc/ld.so.cache",                        // the loader, for libraries opened lazily
+    "/etc/localtime", "/usr/share/zoneinfo",  // log timestamps
+    "/proc/self",                              // this process only (the loader and sanitizers read its maps)
+    "/sys/devices/system/cpu",                 // the number of cores
+    "/dev/urandom",
+};
+
+// The directory of every shared library loaded now: the toolchains open
+// companions lazily from beside themselves (NVRTC's builtins library).
+std::set<std::string> loaded_library_dirs() {
+  std::set<std::string> dirs;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && info->dlpi_name[0] == '/')
+          static_cast<std::set<std::string>*>(out)->insert(std::filesystem::path(info->dlpi_name).parent_path());
+        return 0;
+      },
+      &dirs);
+  return dirs;
+}
+
+}  // namespace
+
+SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePipeline& pipeline,
+                                    const std::string& private_dir) {
+  SandboxPolicy policy;
+  std::set<std::string> read_only(std::begin(k_system_read_only), std::end(k_system_read_only));
+  // Toolkits: their libraries and the headers every CUDA C++ compile sees.
+  for (const RoutedToolkit& routed : pipeline.toolkits().all()) {
+    const CudaToolkit& toolkit = *routed.toolkit;
+    if (!toolkit.home().empty()) read_only.insert(toolkit.home());
+    for (const std::string& dir : toolkit.include_dirs()) read_only.insert(dir);
+    if (!toolkit.libdevice_path().empty()) read_only.insert(toolkit.libdevice_path());
+  }
+  // Plugins: the files themselves, not the directories they sit in.
+  for (const std::string& path : config.plugins) read_only.insert(std::filesystem::absolute(path).string());
+  for (const std::string& path : config.llvm_pass_plugins) read_only.insert(std::filesystem::absolute(path).string());
+  for (const std::string& dir : loaded_library_dirs()) read_only.insert(dir);
+  policy.read_only.assign(read_only.begin(), read_only.end());
+  policy.read_write = {private_dir, "/dev/null"};
+  return policy;
+}
+
+Result<std::string> confine_worker(const DaemonConfig& config, const CompilePipeline& pipeline,
+                                   const std::string& private_dir) {
+  return confine_this_process(worker_sandbox_policy(config, pipeline, private_dir));
+}
+
+Result<std::string> check_worker_confinement(const DaemonConfig& config) {
+  if (config.sandbox == "off") {
+    spdlog::warn("sandbox = \"off\": compile workers are not confined; a request's source can make them read "
+                 "any file this daemon's user can");
+    return std::string("off: compile workers are not confined (sandbox = \"off\")");
+  }
+  const SandboxSupport support = probe_sandbox_support();
+  if (support.landlock_abi < 1 || !support.seccomp)
+    return make_error(ErrorCode::failed_precondition,
+                      "this kernel cannot confine compile workers (" + support.describe() +
+                          "; kjitd needs Landlock and seccomp). Run on a kernel with Landlock enabled, or set "
+                          "sandbox = \"off\" (or --sandbox off) to run unconfined");
+  return "landlock: each compile worker confines itself with " + support.describe() +
+         " to the toolkits, system libraries, its plugins and a private temporary directory";
+}
+
+}  // namespace kjit

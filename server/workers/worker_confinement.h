@@ -1,0 +1,28 @@
+// What a compile worker may touch once confined, derived from the daemon's
+// configuration and the pipeline it built: the toolchains, the system
+// libraries, its plugins, and its own private directory. The daemon checks
+// at start that the kernel can confine workers at all.
+#pragma once
+
+#include <string>
+
+#include "server/config/daemon_config.h"
+#include "pipeline/compile_pipeline.h"
+#include "server/workers/worker_sandbox.h"
+
+namespace kjit {
+
+SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePipeline& pipeline,
+                                    const std::string& private_dir);
+
+// Confines the calling worker process to worker_sandbox_policy; what was
+// applied, in one line.
+Result<std::string> confine_worker(const DaemonConfig& config, const CompilePipeline& pipeline,
+                                   const std::string& private_dir);
+
+// The daemon's start-up check: with sandbox = "landlock" the kernel must
+// offer Landlock and seccomp (failed_precondition naming what is missing and
+// the way out); with "off", a warning. Returns how workers will be confined.
+Result<std::string> check_worker_confinement(const DaemonConfig& config);
+
+}  // namespace kjit

@@ -1,0 +1,46 @@
+// The framing and messages between kjitd and a compile worker process
+// (compile_worker.proto): each message is a 4-byte little-endian length and
+// the serialized proto, over a unix socketpair.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "core/artifact.h"
+#include "core/compile_job.h"
+#include "server/config/daemon_config.h"
+#include "pipeline/compile_plan.h"
+#include "kjit/status.h"
+#include "server/workers/compile_worker.pb.h"
+
+namespace kjit {
+
+// Larger than any job (inputs and headers are bounded far below it) or
+// artifact; a length beyond it means the peer is not speaking the protocol.
+inline constexpr uint32_t k_max_worker_frame_bytes = 1u << 30;
+
+// A job and the plan the daemon derived for it, as a worker receives them.
+struct WorkerJob {
+  CompileJob job;
+  CompilePlan plan;
+};
+worker::Job to_worker_job(const CompileJob& job, const CompilePlan& plan);
+// The request is read with the daemon's own translation (to_compile_job)
+// and limits; anything that does not read back is an internal error, since
+// only the daemon writes jobs.
+Result<WorkerJob> from_worker_job(const worker::Job& job, const DaemonConfig& config);
+
+// A worker's answer for a compiled artifact, and the daemon's reading of it.
+worker::Outcome artifact_outcome(Artifact&& artifact);
+Result<Artifact> from_artifact_outcome(worker::Outcome&& outcome);
+
+// Writes one frame; an error when the peer is gone.
+Status write_frame(int fd, const google::protobuf::MessageLite& message);
+
+enum class FrameRead { ok, closed, timed_out, error };
+// Reads one frame into `bytes`, waiting until `deadline` (nullopt: forever).
+// `closed` when the peer closed the socket (or died) before a whole frame.
+FrameRead read_frame(int fd, std::string& bytes, std::optional<std::chrono::steady_clock::time_point> deadline);
+
+}  // namespace kjit

@@ -1,0 +1,112 @@
+// The tenants file: what it accepts, what it refuses, and the namespaced keys
+// that keep tenants' cache entries apart.
+#include "server/access/tenants.h"
+
+#include <gtest/gtest.h>
+
+#include "pipeline/cache_key.h"
+
+namespace kjit {
+namespace {
+
+const std::string k_alpha_digest = sha256_hex("alpha-token");
+const std::string k_beta_digest = sha256_hex("beta-token");
+
+TEST(Tenants, FindsATenantByItsTokenAndNoOtherToken) {
+  Result<TenantRegistry> registry = TenantRegistry::parse(
+      "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"" + k_alpha_digest +
+          "\"\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"" + k_beta_digest + "\"\nnamespace = \"team-a\"\n",
+      "tenants.toml");
+  ASSERT_TRUE(registry) << registry.error().message;
+  std::optional<Tenant> alpha = registry->find_by_token("alpha-token");
+  ASSERT_TRUE(alpha);
+  EXPECT_EQ(alpha->name, "alpha");
+  EXPECT_EQ(alpha->ns, "alpha");  // its own namespace unless it names one
+  std::optional<Tenant> beta = registry->find_by_token("beta-token");
+  ASSERT_TRUE(beta);
+  EXPECT_EQ(beta->ns, "team-a");
+  EXPECT_FALSE(registry->find_by_token("alpha-token "));
+  EXPECT_FALSE(registry->find_by_token(""));
+  EXPECT_FALSE(registry->find_by_token(k_alpha_digest));  // the digest is not the token
+}
+
+TEST(Tenants, AcceptsUppercaseDigests) {
+  std::string upper = k_alpha_digest;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  Result<TenantRegistry> registry =
+      TenantRegistry::parse("[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"" + upper + "\"\n", "t.toml");
+  ASSERT_TRUE(registry) << registry.error().message;
+  EXPECT_TRUE(registry->find_by_token("alpha-token"));
+}
+
+struct Refusal {
+  std::string text;
+  std::string says;
+};
+
+TEST(Tenants, RefusesMalformedFilesNamingTheProblem) {
+  const std::string digest = "\"" + k_alpha_digest + "\"";
+  const std::vector<Refusal> refusals = {
+      {"[[tenants]]\nname = \"alpha\"\ntoken = \"secret\"\n", "never the token itself"},
+      {"[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"abc\"\n", "64 hex digits"},
+      {"[[tenants]]\nname = \"Alpha\"\ntoken_sha256 = " + digest + "\n", "name 'Alpha'"},
+      {"[[tenants]]\nname = \"\"\ntoken_sha256 = " + digest + "\n", "name ''"},
+      {"[[tenants]]\nname = \"a/b\"\ntoken_sha256 = " + digest + "\n", "[a-z0-9_-]"},
+      {"[[tenants]]\nname = \"alpha\"\ntoken_sha256 = " + digest + "\nnamespace = \"../x\"\n", "namespace '../x'"},
+      {"[[tenants]]\nname = \"alpha\"\ntoken_sha256 = " + digest + "\nquota = 3\n", "unknown key 'quota'"},
+      {"[[tenants]]\nname = \"alpha\"\ntoken_sha256 = " + digest + "\n[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"" +
+           k_beta_digest + "\"\n",
+       "named twice"},
+      {"[[tenants]]\nname = \"alpha\"\ntoken_sha256 = " + digest + "\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = " +
+           digest + "\n",
+       "the same token"},
+      {"tenant = 1\n", "unknown key 'tenant'"},
+      {"tenants = 3\n", "array of tables"},
+      {"[[tenants]]\nname = 5\n", "must be a string"},
+      {"[[tenants\n", "tenants.toml"},
+  };
+  for (const Refusal& refusal : refusals) {
+    Result<TenantRegistry> registry = TenantRegistry::parse(refusal.text, "tenants.toml");
+    ASSERT_FALSE(registry) << refusal.text;
+    EXPECT_EQ(registry.error().code, ErrorCode::invalid_argument) << refusal.text;
+    EXPECT_NE(registry.error().message.find(refusal.says), std::string::npos)
+        << refusal.text << " -> " << registry.error().message;
+    EXPECT_EQ(registry.error().message.find("secret"), std::string::npos) << "a token leaked into a message";
+  }
+}
+
+TEST(Tenants, AMissingFileIsAFailedPrecondition) {
+  Result<TenantRegistry> registry = TenantRegistry::load_file("/nonexistent/kjit/tenants.toml");
+  ASSERT_FALSE(registry);
+  EXPECT_EQ(registry.error().code, ErrorCode::failed_precondition);
+}
+
+TEST(Tenants, NamespacedKeysKeepNamespacesApartAndSplitBack) {
+  const std::string key = sha256_hex("some compile");
+  EXPECT_EQ(namespaced_key(key, ""), key);  // the default namespace keeps the bare key
+  const std::string alpha = namespaced_key(key, "alpha");
+  const std::string team = namespaced_key(key, "team-a");
+  EXPECT_NE(alpha, key);
+  EXPECT_NE(alpha, team);
+  EXPECT_EQ(split_namespaced_key(alpha).ns, "alpha");
+  EXPECT_EQ(split_namespaced_key(alpha).key, key);
+  EXPECT_EQ(split_namespaced_key(team).ns, "team-a");  // a hyphen in the namespace is fine
+  EXPECT_EQ(split_namespaced_key(team).key, key);
+  EXPECT_EQ(split_namespaced_key(key).ns, "");
+  const std::string blob = key + "-blob";
+  EXPECT_EQ(split_namespaced_key(blob).ns, "");
+  EXPECT_EQ(split_namespaced_key(namespaced_key(blob, "beta")).key, blob);
+  // Every namespaced key is still a valid key for the disk tier: at most 128
+  // characters of [0-9a-zA-Z_-].
+  EXPECT_LE(namespaced_key(blob, std::string(32, 'z')).size(), 128u);
+}
+
+TEST(Tenants, TheOperatorLabelIsNoTenantName) {
+  EXPECT_FALSE(is_tenant_name(k_operator_label));
+  EXPECT_TRUE(is_tenant_name("team-a_2"));
+  EXPECT_FALSE(is_tenant_name("-a"));
+  EXPECT_FALSE(is_tenant_name(std::string(33, 'a')));
+}
+
+}  // namespace
+}  // namespace kjit

@@ -1,0 +1,127 @@
+// The daemon's TOML configuration: numbers are integers in range, or the
+// file is refused naming the key (never converted with overflow or cut).
+#include <gtest/gtest.h>
+
+#include "server/config/daemon_config.h"
+
+namespace kjit {
+namespace {
+
+Status load(const std::string& text) {
+  DaemonConfig config;
+  return load_config_text(text, "test.toml", config);
+}
+
+TEST(DaemonConfig, FloatsWhereIntegersAreWantedAreRefused) {
+  for (const char* text : {"[cache]\nmemory_bytes = 2684354e56\n", "compile_workers = -1e300\n",
+                           "compile_workers = 2.5\n", "[limits]\nmax_input_bytes = 1e300\n",
+                           "[limits]\ncompile_memory_bytes = 4.0\n"}) {
+    Status s = load(text);
+    ASSERT_FALSE(s) << text << " was accepted";
+    EXPECT_NE(s.error().message.find("integer"), std::string::npos) << s.error().message;
+  }
+}
+
+TEST(DaemonConfig, NumbersBeyondTheirFieldAreRefusedNotCut) {
+  Status s = load("[limits]\nmax_headers = 4294967297\n");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("limits.max_headers"), std::string::npos) << s.error().message;
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text("[limits]\nmax_headers = 4294967295\ncompile_open_files = 64\n", "t", config));
+  EXPECT_EQ(config.max_headers, 4294967295u);
+  EXPECT_EQ(config.compile_bounds.open_files, 64u);
+}
+
+TEST(DaemonConfig, SandboxTakesOnlyItsTwoModes) {
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text("sandbox = \"off\"\n", "t", config));
+  EXPECT_EQ(config.sandbox, "off");
+  Status s = load("sandbox = \"none\"\n");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("sandbox must be"), std::string::npos) << s.error().message;
+}
+
+TEST(DaemonConfig, ToolkitPathsAndPolicyAreRead) {
+  DaemonConfig config;
+  EXPECT_EQ(config.toolkit_policy, ToolkitPolicy::system_first);
+  ASSERT_TRUE(load_config_text("toolkit_paths = [\"/opt/venv\", \"/srv/site-packages\"]\ntoolkit_policy = \"newest\"\n",
+                               "t", config));
+  EXPECT_EQ(config.toolkit_paths, (std::vector<std::string>{"/opt/venv", "/srv/site-packages"}));
+  EXPECT_EQ(config.toolkit_policy, ToolkitPolicy::newest);
+  Status s = load("toolkit_policy = \"oldest\"\n");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("toolkit_policy must be"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(load("toolkit_paths = \"/opt/venv\"\n"));
+  EXPECT_FALSE(load("toolkit_policy = 3\n"));
+  EXPECT_FALSE(config.local_toolkit_prefix);
+  ASSERT_TRUE(load_config_text("local_toolkit_prefix = \"\"\n", "t", config));
+  EXPECT_EQ(config.local_toolkit_prefix, std::string{});
+}
+
+TEST(DaemonConfig, TransportKeysAreRead) {
+  DaemonConfig config;
+  ASSERT_TRUE(
+      load_config_text("listen = \"0.0.0.0:7878\"\ninsecure_listen = true\n"
+                       "tenants = \"/etc/kjit/tenants.toml\"\nsocket_requires_token = true\n"
+                       "metrics_port = 9464\nmetrics_address = \"0.0.0.0\"\n"
+                       "log_file = \"/var/log/kjitd.log\"\ndrain_timeout_s = 3600\n"
+                       "[tls]\ncert = \"/tls/tls.crt\"\nkey = \"/tls/tls.key\"\nclient_ca = \"/tls/ca.crt\"\n"
+                       "[admission]\nmax_pending_compiles = 10\nmax_pending_per_tenant = 3\n"
+                       "retry_after_ms = 250\n",
+                       "t", config))
+      << "the documented keys load";
+  EXPECT_EQ(config.listen_address, "0.0.0.0:7878");
+  EXPECT_TRUE(config.insecure_listen);
+  EXPECT_EQ(config.tenants_file, "/etc/kjit/tenants.toml");
+  EXPECT_TRUE(config.socket_requires_token);
+  EXPECT_EQ(config.metrics_port, 9464);
+  EXPECT_EQ(config.metrics_address, "0.0.0.0");
+  EXPECT_EQ(config.log_file, "/var/log/kjitd.log");
+  EXPECT_EQ(config.drain_timeout_s, 3600u);
+  EXPECT_EQ(config.tls.cert_file, "/tls/tls.crt");
+  EXPECT_EQ(config.tls.key_file, "/tls/tls.key");
+  EXPECT_EQ(config.tls.client_ca_file, "/tls/ca.crt");
+  EXPECT_EQ(config.admission.max_pending_compiles, 10u);
+  EXPECT_EQ(config.admission.max_pending_per_tenant, 3u);
+  EXPECT_EQ(config.admission.retry_after_ms, 250u);
+}
+
+TEST(DaemonConfig, DirectReadsAreOnUnlessTurnedOff) {
+  DaemonConfig config;
+  EXPECT_TRUE(config.cache.direct_reads);
+  ASSERT_TRUE(load_config_text("[cache]\ndirect_reads = false\n", "t", config));
+  EXPECT_FALSE(config.cache.direct_reads);
+  Status s = load("[cache]\ndirect_reads = \"no\"\n");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("cache.direct_reads"), std::string::npos) << s.error().message;
+}
+
+TEST(DaemonConfig, TransportKeysOutOfRangeOrMistypedAreRefusedNamingTheKey) {
+  struct Case {
+    const char* text;
+    const char* key;
+  };
+  for (const Case& c :
+       {Case{"metrics_port = 65536\n", "metrics_port"}, Case{"metrics_port = -1\n", "metrics_port"},
+        Case{"drain_timeout_s = 0\n", "drain_timeout_s"}, Case{"drain_timeout_s = 3601\n", "drain_timeout_s"},
+        Case{"insecure_listen = \"yes\"\n", "insecure_listen"},
+        Case{"socket_requires_token = 1\n", "socket_requires_token"}, Case{"tenants = 3\n", "tenants"},
+        Case{"[admission]\nmax_pending_compiles = 0\n", "admission.max_pending_compiles"},
+        Case{"[admission]\nretry_after_ms = -5\n", "admission.retry_after_ms"},
+        Case{"[admission]\nmax_pending_per_tenant = 1.5\n", "admission.max_pending_per_tenant"},
+        Case{"[tls]\ncert = 1\n", "tls.cert"}, Case{"tls = \"/x.pem\"\n", "[tls]"},
+        Case{"[tls]\ncertificate = \"/x.pem\"\n", "unknown key tls.certificate"},
+        Case{"[admission]\nmax_pending = 4\n", "unknown key admission.max_pending"}}) {
+    Status s = load(c.text);
+    ASSERT_FALSE(s) << c.text << " was accepted";
+    EXPECT_NE(s.error().message.find(c.key), std::string::npos) << c.text << ": " << s.error().message;
+    EXPECT_NE(s.error().message.find("test.toml"), std::string::npos) << s.error().message;
+  }
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text("metrics_port = 0\ndrain_timeout_s = 1\n", "t", config));
+  EXPECT_EQ(config.metrics_port, 0);
+  EXPECT_EQ(config.drain_timeout_s, 1u);
+}
+
+}  // namespace
+}  // namespace kjit
