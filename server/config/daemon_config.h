@@ -13,9 +13,6 @@
 
 namespace kjit {
 
-// "landlock" or "off", the values of `sandbox`.
-bool is_sandbox_mode(const std::string& mode);
-
 // One worker process per core, two at least.
 uint32_t default_compile_workers();
 
@@ -128,62 +125,12 @@ struct DaemonConfig {
 
 
 // Reads a TOML file over the defaults. Unknown keys are errors, so a typo
-// never silently leaves a default in force.
-//
-//   socket = "/run/kjit/kjitd.sock"
-//   socket_group = "kjit"          # who may connect besides the daemon's user
-//   listen = "0.0.0.0:7878"         # TCP besides the socket: needs [tls] or insecure_listen
-//   insecure_listen = false          # true: `listen` in plaintext (anyone who reaches it may compile)
-//   tenants = "/etc/kjit/tenants.toml"  # tenants and their token digests; unset: no tokens
-//   socket_requires_token = false    # with tenants: the socket asks for a token too
-//   metrics_port = 9464              # Prometheus /metrics (0: none)
-//   metrics_address = "127.0.0.1"
-//   log_file = "/var/log/kjit/kjitd.log"  # unset: stderr; SIGHUP reopens it
-//   drain_timeout_s = 30             # SIGTERM: how long in-flight requests get (1 to 3600)
-//   default_target = "cuda:90"
-//   cuda_home = "/usr/local/cuda"
-//   log_level = "info"
-//   compile_workers = 8            # worker processes (0: compile in the daemon, unconfined)
-//   sandbox = "landlock"           # or "off": workers unconfined (a warning at start)
-//   plugins = ["/opt/kjit/plugins/libmy_plugin.so"]
-//   llvm_pass_plugins = ["/opt/llvm/libMyPass.so"]
-//   toolkit_paths = ["/opt/venv", "/usr/lib/python3/dist-packages"]   # NVIDIA's wheels
-//   toolkit_policy = "system-first"  # or "newest": which toolkit builds each target
-//   local_toolkit_prefix = ""        # the project's wheel prefix; "": look only at the rest
-//   [limits]
-//   max_input_bytes = 16777216
-//   max_header_bytes = 67108864
-//   max_headers = 4096
-//   max_options = 256
-//   max_name_expressions = 1024
-//   max_blob_bytes = 67108864           # one client blob (Cache.PutBlob)
-//   compile_timeout_s = 300
-//   compile_memory_bytes = 4294967296   # address space one compile may add to its worker
-//   compile_cpu_seconds = 300
-//   compile_open_files = 512
-//   compile_output_bytes = 268435456
-//   [cache]
-//   enabled = true
-//   memory_bytes = 268435456
-//   disk = true
-//   directory = "/var/cache/kjit"
-//   disk_bytes = 10737418240
-//   redis = "127.0.0.1:6379"
-//   redis_ttl_seconds = 604800
-//   lease_wait_ms = 60000
-//   [tls]                        # for `listen`; PEM files read at start
-//   cert = "/etc/kjit/tls/tls.crt"
-//   key = "/etc/kjit/tls/tls.key"
-//   client_ca = "/etc/kjit/tls/ca.crt"  # set: clients need a certificate it signed
-//   [admission]                  # compiles waiting or running before RESOURCE_EXHAUSTED
-//   max_pending_compiles = 256
-//   max_pending_per_tenant = 64
-//   retry_after_ms = 1000
-//   [[toolkits]]                 # another CUDA toolkit for a range of targets
-//   from = "cuda:100"
-//   to = "cuda:121"
-//   cuda_home = "/opt/cuda-13.4"
-//   [pipelines.NAME] ... and [[edits]] ...: see src/pipeline/pipeline_toml.h
+// never silently leaves a default in force. The scalar keys, with their
+// types and ranges, are the rows of config_keys.h ("cache.disk_bytes" is
+// [cache] disk_bytes); besides them the file takes the arrays plugins,
+// llvm_pass_plugins and toolkit_paths, [[toolkits]] (from, to, cuda_home),
+// and [pipelines.NAME] and [[edits]] (src/pipeline/pipeline_toml.h). The
+// README's configuration table documents every one, checked against the rows.
 Status load_config_file(const std::string& path, DaemonConfig& config);
 // The file's text, for a caller that keeps it (the daemon, for its workers).
 Result<std::string> read_config_file(const std::string& path);

@@ -33,6 +33,7 @@
 #include "server/compile/compile_admission.h"
 #include "server/observe/metrics.h"
 #include "server/access/tenants.h"
+#include "server/config/config_keys.h"
 #include "server/config/pipeline_setup.h"
 #include "server/workers/worker_confinement.h"
 #include "kjit/socket_path.h"
@@ -206,11 +207,10 @@ Status Daemon::start() {
   builder.AddListeningPort("unix:" + bound_path, grpc::InsecureServerCredentials());
   int tcp_port = 0;
   if (Status s = add_tcp_listener(builder, config_, &tcp_port); !s) return s;
-  // Room for the largest valid request; anything bigger is refused by gRPC
+  // Room for the largest request any configured limit admits, so kjit's own
+  // checks answer, naming the limit; anything bigger is refused by gRPC
   // itself with RESOURCE_EXHAUSTED before it is read.
-  uint64_t max_message =
-      std::max(config_.max_input_bytes + config_.max_header_bytes, config_.max_blob_bytes) + (1u << 20);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_message, INT32_MAX)));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(largest_request_bytes(config_), INT32_MAX)));
   builder.SetMaxSendMessageSize(INT32_MAX);
   builder.RegisterService(compiler_service_.get());
   builder.RegisterService(launch_service_.get());

@@ -68,10 +68,15 @@ class CheckConfigTest(unittest.TestCase):
         self.assertNotIn("configuration OK", result.stdout)
 
     def test_flags_override_the_file_as_at_a_start(self):
+        # A key is checked alike in the file and as a flag, each naming itself.
         bad_level = 'log_level = "loud"\n'
         self.assertEqual(self.check(bad_level).returncode, 2)
-        self.assertIn('log level "loud"', self.check(bad_level).stderr)
-        result = self.check(bad_level, "--log-level", "info")
+        self.assertIn('log_level must be', self.check(bad_level).stderr)
+        self.assertIn('not "loud"', self.check(bad_level).stderr)
+        result = self.check('log_level = "debug"\n', "--log-level", "loud")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn('--log-level must be', result.stderr)
+        result = self.check('log_level = "debug"\n', "--log-level", "info")
         self.assertEqual(result.returncode, 0, result.stderr)
 
     def test_unknown_default_target_is_exit_2(self):

@@ -117,6 +117,24 @@ TEST_F(LaunchTest, LaunchWithoutADriverIsFailedPrecondition) {
   ASSERT_TRUE(fails_with(result, ErrorCode::failed_precondition, "no CUDA driver on this host"));
 }
 
+// gRPC's own receive limit follows every configured request limit: a launch
+// within max_launch_bytes (256 MiB by default) but larger than a compile
+// request may be reaches kjitd's answer, not gRPC's refusal of the message.
+TEST_F(LaunchTest, ALaunchWithinItsLimitIsNotRefusedByTheTransport) {
+  LaunchConfig config;
+  config.grid = {1, 1, 1};
+  config.block = {256, 1, 1};
+  LaunchValue buffer;
+  buffer.kind = LaunchValue::Kind::buffer;
+  buffer.buffer.data = std::string(100u << 20, '\x5a');
+  buffer.buffer.size = buffer.buffer.data.size();
+  auto result = client().launch(ref(k_dynamic_smem, "cuda:90", "dyn"), config, {buffer});
+  if (!result) {
+    EXPECT_NE(result.error().code, ErrorCode::resource_exhausted) << result.error().message;
+    EXPECT_EQ(result.error().message.find("larger than max"), std::string::npos) << result.error().message;
+  }
+}
+
 TEST_F(LaunchTest, PlanCliPrintsAttributesAndExitsOneOnAnImpossibleLaunch) {
   const fs::path file = fs::path(daemon_->dir()) / "dyn.cu";
   std::ofstream(file) << k_dynamic_smem;
