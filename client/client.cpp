@@ -6,15 +6,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
-#include <optional>
 
+#include "client/client_impl.h"
 #include "client/compile_request_wire.h"
 #include "convert/wire_convert.h"
-#include "grpc/health/v1/health.grpc.pb.h"
-#include "kjit/v1/compiler.grpc.pb.h"
-#include "kjit/v1/cache.grpc.pb.h"
-#include "kjit/v1/diagnostics.grpc.pb.h"
-#include "kjit/v1/launch.grpc.pb.h"
 
 namespace kjit {
 namespace {
@@ -41,14 +36,6 @@ std::string trailer(const grpc::ClientContext& context, const char* key) {
   return it == trailers.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
-Error from_grpc_status(const grpc::Status& status, const grpc::ClientContext& context) {
-  Error error{from_grpc_code(status.error_code()), status.error_message(), trailer(context, k_log_trailer)};
-  if (std::string message = trailer(context, k_message_trailer); !message.empty()) error.message = message;
-  if (std::string retry = trailer(context, k_retry_after_trailer); !retry.empty())
-    error.retry_after_ms = static_cast<uint32_t>(std::strtoul(retry.c_str(), nullptr, 10));
-  return error;
-}
-
 std::string channel_target(const std::string& address) {
   if (address.starts_with("unix:") || address.find(':') != std::string::npos) return address;
   return "unix:" + address;
@@ -56,26 +43,13 @@ std::string channel_target(const std::string& address) {
 
 }  // namespace
 
-struct Client::Impl {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::Compiler::Stub> compiler;
-  std::unique_ptr<grpc::health::v1::Health::Stub> health;
-  std::unique_ptr<v1::Launcher::Stub> launcher;
-  std::unique_ptr<v1::Cache::Stub> cache;
-  std::unique_ptr<v1::Diagnostics::Stub> diagnostics;
-  ClientOptions options;
-  std::string authorization;    // "Bearer <token>", or empty
-  std::optional<Error> broken;  // why no call can be made (a TLS file unread)
-
-  // Every call's context: its deadline and the token. No call goes out
-  // from a client whose credentials could not be built.
-  Status prepare(grpc::ClientContext& context) const {
-    if (broken) return *broken;
-    context.set_deadline(std::chrono::system_clock::now() + options.timeout);
-    if (!authorization.empty()) context.AddMetadata("authorization", authorization);
-    return Ok{};
-  }
-};
+Error from_grpc_status(const grpc::Status& status, const grpc::ClientContext& context) {
+  Error error{from_grpc_code(status.error_code()), status.error_message(), trailer(context, k_log_trailer)};
+  if (std::string message = trailer(context, k_message_trailer); !message.empty()) error.message = message;
+  if (std::string retry = trailer(context, k_retry_after_trailer); !retry.empty())
+    error.retry_after_ms = static_cast<uint32_t>(std::strtoul(retry.c_str(), nullptr, 10));
+  return error;
+}
 
 namespace {
 
@@ -209,6 +183,7 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   result.notes.assign(response.notes().begin(), response.notes().end());
   result.cache = response.cache();
   result.toolkit = response.toolkit();
+  result.request_id = response.request_id();
   for (const v1::FatbinEntry& e : response.entries()) {
     FatbinEntry entry{e.target(), from_proto(e.kind()), e.size(), e.cache(), e.key(), e.toolkit(), {}, {}};
     for (const v1::KernelInfo& kernel : e.kernels()) entry.kernels.push_back(from_proto(kernel));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,7 @@ struct CompileResult {
   std::string cache;  // "memory", "disk", "redis", "compiled" or "joined" (shared another request's compile)
   std::string toolkit;               // what built the artifact: "13.5 (local: /path)" (CUDA), "LLVM 19.1.7 + lld" (hip:)
   std::vector<FatbinEntry> entries;  // a fatbin's parts
+  std::string request_id;            // the daemon's id for this request, as its log lines name it
 };
 
 // A CUDA toolkit the daemon found (`kjit toolkits`).
@@ -187,6 +189,22 @@ struct CacheVerifyResult {
   uint64_t checked = 0, removed = 0;
 };
 
+// A client blob: opaque bytes stored under (namespace, key, name).
+struct Blob {
+  std::string name;
+  std::string data;
+};
+
+// A group of client blobs (get_blob_group), the group itself having been
+// found.
+struct BlobGroup {
+  // The members found, in the group's order; those past the daemon's answer
+  // size come last, fetched one by one.
+  std::vector<Blob> members;
+  std::vector<std::string> missing;  // members the cache no longer holds
+  bool complete() const { return missing.empty(); }
+};
+
 // One side of an explanation: a request, or a key already in the cache
 // (used when request.input is empty).
 struct ExplainSide {
@@ -272,6 +290,24 @@ class Client {
   Result<CacheVerifyResult> cache_verify() const;
   // Why two requests (or keys) differ: their key components side by side.
   Result<KeyExplanation> explain(const ExplainSide& left, const ExplainSide& right) const;
+
+  // Client blobs, in the cache's tiers under (namespace, key, name); the
+  // daemon checks every field (1 to 256 bytes, no NUL; a name is a file
+  // name: no '/', not "." or ".."). A miss is std::nullopt, not an error.
+  // put_blob returns the cache key it is stored under, as cache_list shows
+  // it; data over [limits] max_blob_bytes is resource_exhausted.
+  Result<std::string> put_blob(const std::string& ns, const std::string& key, const std::string& name,
+                               const std::string& data) const;
+  Result<std::optional<std::string>> get_blob(const std::string& ns, const std::string& key,
+                                              const std::string& name) const;
+  // Records `names` (blobs under ns and key, put first) as a group; groups
+  // and blobs are apart, so a group may have a member's name.
+  Status put_blob_group(const std::string& ns, const std::string& key, const std::string& group,
+                        const std::vector<std::string>& names) const;
+  // The group and its members in one round trip (more only for members past
+  // the daemon's answer size); std::nullopt when there is no such group.
+  Result<std::optional<BlobGroup>> get_blob_group(const std::string& ns, const std::string& key,
+                                                  const std::string& group) const;
 
   // Sends payload and gets it back: the RPC floor, for benchmarks.
   Result<std::string> echo(const std::string& payload) const;
