@@ -1,5 +1,7 @@
 #include "pipeline/amd_passes.h"
 
+#include "pipeline/builtin_passes.h"
+
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -128,21 +130,20 @@ Result<PassOutput> run_lld_link(PassContext& ctx, std::string_view object) {
 
 void allow_hiprtc_in_this_process() { g_hiprtc_allowed = true; }
 
-void register_amd_passes(PassRegistry& registry) {
-  registry.add({"hiprtc-compile", "1", IrKind::hip_source, IrKind::hsaco, {}, "builtin", run_hiprtc});
-  registry.add({"amdgpu-codegen", "1", IrKind::llvm, IrKind::amdgcn_object, {}, "builtin", run_amdgpu_codegen});
-  registry.add({"lld-link", "1", IrKind::amdgcn_object, IrKind::hsaco, {}, "builtin", run_lld_link});
+// HIPRTC's version and file, and the request's name, which is the source's
+// __FILE__ (see hiprtc_stage.cpp): two names, two code objects.
+std::vector<KeyComponent> hiprtc_key(const CompileJob& job, const CudaToolkit&) {
+  const std::optional<HiprtcLocation>& location = hiprtc_location();
+  return {{"input.name", job.input_name},
+          {"toolchain.hiprtc", location ? location->version + " " + location->path : "none"}};
 }
 
-std::vector<KeyComponent> amd_toolchain_key(const PipelineSpec& pipeline) {
-  std::vector<KeyComponent> components;
-  if (has_pass(pipeline, "hiprtc-compile")) {
-    const std::optional<HiprtcLocation>& location = hiprtc_location();
-    components.push_back({"toolchain.hiprtc", location ? location->version + " " + location->path : "none"});
-  }
-  if (has_pass(pipeline, "amdgpu-codegen") || has_pass(pipeline, "lld-link"))
-    components.push_back({"llvm.triple", std::string(k_amdgpu_triple)});
-  return components;
+void register_amd_passes(PassRegistry& registry) {
+  registry.add({"hiprtc-compile", "1", IrKind::hip_source, IrKind::hsaco, {}, "builtin", run_hiprtc, hiprtc_key});
+  registry.add({"amdgpu-codegen", "1", IrKind::llvm, IrKind::amdgcn_object, {}, "builtin", run_amdgpu_codegen,
+                llvm_toolchain_key});
+  // lld is LLVM's own linker, of the same release.
+  registry.add({"lld-link", "1", IrKind::amdgcn_object, IrKind::hsaco, {}, "builtin", run_lld_link, llvm_toolchain_key});
 }
 
 std::string amd_toolchain_description(const PipelineSpec& pipeline) {

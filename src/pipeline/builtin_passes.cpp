@@ -1,8 +1,13 @@
 #include "pipeline/builtin_passes.h"
 
 #include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
 
 #include "backends/llvm/libdevice.h"
+#include "backends/llvm/llvm_module.h"
 #include "backends/llvm/llvm_optimizer.h"
 #include "backends/llvm/nvptx_codegen.h"
 #include "backends/llvm/nvvm_reflect.h"
@@ -112,6 +117,7 @@ Result<PassOutput> run_ptx_retarget(PassContext& ctx, std::string_view ptx) {
   return PassOutput{std::move(*out), {}};
 }
 
+
 }  // namespace
 
 Status check_toolkit_supports(const CudaToolkit& toolkit, const Target& target) {
@@ -126,16 +132,63 @@ Status check_toolkit_supports(const CudaToolkit& toolkit, const Target& target) 
                         "); targets this toolkit supports: " + describe_targets(archs));
 }
 
+namespace {
+
+// The digest of a toolkit's libdevice, read once per path: the key is derived
+// for every request, hits included.
+std::string libdevice_digest(const CudaToolkit& toolkit) {
+  const std::string& path = toolkit.libdevice_path();
+  if (path.empty()) return "none";
+  static std::mutex mutex;
+  static std::map<std::string, std::string> digests;
+  std::lock_guard lock(mutex);
+  if (auto it = digests.find(path); it != digests.end()) return it->second;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  // Unreadable now is not cached: the compile will say why.
+  if (!in) return "unreadable";
+  return digests[path] = sha256_hex(bytes.str());
+}
+
+// NVRTC writes the source's name into the binary (__FILE__ in assert
+// messages, -lineinfo): two names, two artifacts.
+std::vector<KeyComponent> nvrtc_key(const CompileJob& job, const CudaToolkit& toolkit) {
+  return {{"input.name", job.input_name}, {"toolchain.nvrtc", toolkit.version()}};
+}
+
+std::vector<KeyComponent> nvjitlink_key(const CompileJob&, const CudaToolkit& toolkit) {
+  return {{"toolchain.nvjitlink", toolkit.version()}};
+}
+
+// For every job of a pipeline that links libdevice, not only those whose
+// module calls it: which do is known only once the module is parsed, and the
+// hit path parses nothing.
+std::vector<KeyComponent> libdevice_key(const CompileJob& job, const CudaToolkit& toolkit) {
+  std::vector<KeyComponent> components = llvm_toolchain_key(job, toolkit);
+  components.push_back({"toolchain.libdevice", libdevice_digest(toolkit)});
+  return components;
+}
+
+}  // namespace
+
+std::vector<KeyComponent> llvm_toolchain_key(const CompileJob& job, const CudaToolkit&) {
+  return {{"toolchain.llvm", llvm_version()},
+          {"llvm.triple", job.target.is_amd() ? std::string(k_amdgpu_triple) : std::string(k_cuda_triple)}};
+}
+
 void register_builtin_passes(PassRegistry& registry) {
   // Versions change when a pass's output for the same input can change.
-  registry.add({"nvrtc-compile", "1", IrKind::cuda_source, IrKind::ptx, {}, "builtin", run_nvrtc});
-  registry.add({"nvjitlink-link", "1", IrKind::ptx, IrKind::cubin, {}, "builtin", run_nvjitlink});
-  registry.add({"libdevice-link", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_libdevice_link});
-  registry.add({"nvvm-reflect", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_nvvm_reflect_pass});
-  registry.add({"llvm-passes", "1", IrKind::llvm, IrKind::llvm, {"pipeline"}, "builtin", run_llvm_passes_pass});
+  registry.add({"nvrtc-compile", "1", IrKind::cuda_source, IrKind::ptx, {}, "builtin", run_nvrtc, nvrtc_key});
+  registry.add({"nvjitlink-link", "1", IrKind::ptx, IrKind::cubin, {}, "builtin", run_nvjitlink, nvjitlink_key});
+  registry.add({"libdevice-link", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_libdevice_link, libdevice_key});
+  registry.add({"nvvm-reflect", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_nvvm_reflect_pass, llvm_toolchain_key});
+  registry.add(
+      {"llvm-passes", "1", IrKind::llvm, IrKind::llvm, {"pipeline"}, "builtin", run_llvm_passes_pass, llvm_toolchain_key});
   // 2: kernel bounds of both forms, cluster directives.
-  registry.add({"nvptx-codegen", "2", IrKind::llvm, IrKind::ptx, {}, "builtin", run_nvptx_codegen});
-  registry.add({"ptx-retarget", "1", IrKind::ptx, IrKind::ptx, {}, "builtin", run_ptx_retarget});
+  registry.add({"nvptx-codegen", "2", IrKind::llvm, IrKind::ptx, {}, "builtin", run_nvptx_codegen, llvm_toolchain_key});
+  // kjit's own rewriting: its version says all.
+  registry.add({"ptx-retarget", "1", IrKind::ptx, IrKind::ptx, {}, "builtin", run_ptx_retarget, declares_nothing});
   register_amd_passes(registry);
 }
 

@@ -1,12 +1,6 @@
 #include "pipeline/compile_key.h"
 
-#include <fstream>
-#include <map>
-#include <mutex>
-#include <sstream>
-
-#include "backends/llvm/llvm_module.h"
-#include "pipeline/amd_passes.h"
+#include <set>
 
 namespace kjit {
 namespace {
@@ -20,28 +14,20 @@ std::string joined(const std::vector<std::string>& items, char separator = '\n')
   return out;
 }
 
-bool uses_pass(const PipelineSpec& pipeline, std::string_view prefix) {
-  for (const StageSpec& stage : pipeline.stages)
-    for (const std::string& pass : stage.passes)
-      if (pass.starts_with(prefix)) return true;
-  return false;
-}
-
-// The digest of a toolkit's libdevice, read once per path: the key is derived
-// for every request, hits included.
-std::string libdevice_digest(const CudaToolkit& toolkit) {
-  const std::string& path = toolkit.libdevice_path();
-  if (path.empty()) return "none";
-  static std::mutex mutex;
-  static std::map<std::string, std::string> digests;
-  std::lock_guard lock(mutex);
-  if (auto it = digests.find(path); it != digests.end()) return it->second;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  // Unreadable now is not cached: the compile will say why.
-  if (!in) return "unreadable";
-  return digests[path] = sha256_hex(bytes.str());
+// The union of what the pipeline's passes declare (PassImpl::declares_key),
+// in pipeline order; a component two passes declare (two LLVM passes both
+// name LLVM) counts once.
+std::vector<KeyComponent> declared_by_passes(const KeyInputs& in) {
+  std::vector<KeyComponent> out;
+  std::set<std::string> seen;
+  for (const StageSpec& stage : in.pipeline.stages)
+    for (const std::string& name : stage.passes) {
+      const PassImpl* pass = in.registry.find(name);
+      if (!pass || !pass->declares_key) continue;  // an unknown pass fails the plan before any key
+      for (KeyComponent& component : pass->declares_key(in.job, in.toolkit))
+        if (seen.insert(component.name).second) out.push_back(std::move(component));
+    }
+  return out;
 }
 
 }  // namespace
@@ -67,10 +53,6 @@ CacheKey compile_key(const KeyInputs& in) {
   std::vector<KeyComponent> c;
   c.push_back({"input.kind", std::string(to_string(job.input_kind))});
   c.push_back({"input.digest", in.input_digest ? *in.input_digest : sha256_hex(job.input)});
-  // NVRTC puts the source's name into the binary (__FILE__ in assert
-  // messages, -lineinfo): two names, two artifacts. IR and PTX carry their
-  // own file names; the request's name for them reaches only messages.
-  if (job.input_kind == InputKind::cuda_source) c.push_back({"input.name", job.input_name});
   if (!job.headers.empty()) {
     std::string all;
     for (const auto& [name, content] : job.headers) all += name + '\0' + sha256_hex(content) + '\n';
@@ -89,22 +71,9 @@ CacheKey compile_key(const KeyInputs& in) {
     for (const auto& [k, v] : in.pass_args) args.push_back(k + "=" + v);
     c.push_back({"pass_args", joined(args)});
   }
-  if (uses_pass(in.pipeline, "nvrtc")) c.push_back({"toolchain.nvrtc", in.toolkit.version()});
-  if (uses_pass(in.pipeline, "nvjitlink")) c.push_back({"toolchain.nvjitlink", in.toolkit.version()});
-  const bool amd = job.target.is_amd();
-  if (uses_pass(in.pipeline, "llvm") || uses_pass(in.pipeline, "nvptx") || uses_pass(in.pipeline, "nvvm") ||
-      uses_pass(in.pipeline, "libdevice") || uses_pass(in.pipeline, "amdgpu") || uses_pass(in.pipeline, "lld")) {
-    c.push_back({"toolchain.llvm", llvm_version()});
-    // Every module is compiled for this triple, whichever spelling it names.
-    if (!amd) c.push_back({"llvm.triple", k_cuda_triple});
-  }
-  if (amd)
-    for (KeyComponent& component : amd_toolchain_key(in.pipeline)) c.push_back(std::move(component));
-  // For every job of a pipeline that links libdevice, not only those whose
-  // module calls it: which do is known only once the module is parsed, and
-  // the hit path parses nothing. libdevice changes with the toolkit, which
-  // changes the nvJitLink component anyway.
-  if (uses_pass(in.pipeline, "libdevice")) c.push_back({"toolchain.libdevice", libdevice_digest(in.toolkit)});
+  // The toolchains the passes run and the request's facts they write into
+  // the output, each as its pass declares it.
+  for (KeyComponent& declared : declared_by_passes(in)) c.push_back(std::move(declared));
   for (const KeyComponent& plugin : in.plugin_components) c.push_back(plugin);
   return derive_key(std::move(c));
 }

@@ -10,6 +10,7 @@
 
 #include "backends/cuda_toolkit.h"
 #include "core/compile_job.h"
+#include "pipeline/cache_key.h"
 #include "pipeline/pipeline_spec.h"
 
 namespace kjit {
@@ -27,6 +28,18 @@ struct PassOutput {
   std::string log;
 };
 
+// What a pass's output depends on besides its input, its arguments and its
+// own name and version (the key has those from the pipeline): the
+// toolchain it runs ("toolchain.nvrtc" = its version) and the request's
+// facts it writes into its output ("input.name", which NVRTC and HIPRTC put
+// into __FILE__). The cache key takes the union over the pipeline's passes.
+using KeyDeclaration = std::function<std::vector<KeyComponent>(const CompileJob& job, const CudaToolkit& toolkit)>;
+
+// For a pass whose output depends on nothing else: kjit's own rewriting
+// passes, and plugin passes (their plugin's name, version and key hook are in
+// the key already).
+inline std::vector<KeyComponent> declares_nothing(const CompileJob&, const CudaToolkit&) { return {}; }
+
 struct PassImpl {
   std::string name;
   std::string version;   // enters the cache key
@@ -35,6 +48,9 @@ struct PassImpl {
   std::vector<std::string> arg_keys;  // the arguments it accepts
   std::string origin = "builtin";     // or the plugin's name
   std::function<Result<PassOutput>(PassContext&, std::string_view ir)> run;
+  // Required: the registry refuses a pass that declares nothing, so no
+  // toolchain is left out of the key by a pass that forgot to say.
+  KeyDeclaration declares_key;
 };
 
 class PassRegistry {

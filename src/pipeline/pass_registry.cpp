@@ -7,6 +7,10 @@ Status PassRegistry::add(PassImpl pass) {
     return make_error(ErrorCode::failed_precondition, "pass '" + pass.name + "' from " + pass.origin +
                                                           " is already registered by " + it->second.origin);
   }
+  if (!pass.declares_key)
+    return make_error(ErrorCode::failed_precondition,
+                      "pass '" + pass.name + "' from " + pass.origin +
+                          " declares no key components (declares_nothing, where its output depends on nothing else)");
   std::string name = pass.name;
   passes_.emplace(std::move(name), std::move(pass));
   return Ok{};

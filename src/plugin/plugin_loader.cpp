@@ -65,6 +65,10 @@ PassImpl pass_from(const std::string& plugin_name, const kjit_pass_desc& desc, I
   pass.gives = gives;
   for (size_t i = 0; i < desc.arg_key_count; ++i) pass.arg_keys.push_back(text(desc.arg_keys[i]));
   pass.origin = plugin_name;
+  // The plugin's name and version and the pass's version are in the key
+  // (the pipeline's description); anything else its output depends on, the
+  // plugin adds with its key hook.
+  pass.declares_key = declares_nothing;
   kjit_pass_fn fn = desc.run;
   std::string name = pass.name;
   pass.run = [fn, name, plugin_name, takes](PassContext& ctx, std::string_view ir) -> Result<PassOutput> {

@@ -39,6 +39,20 @@ std::string program_log(const HiprtcApi& api, HiprtcProgram program, const std::
   return std::regex_replace(log, include_dir, "");
 }
 
+// `#line 1 "name"`, the name as a C string literal.
+std::string line_directive(const std::string& name) {
+  std::string literal;
+  for (char c : name) {
+    if (c == '"' || c == '\\') literal += '\\';
+    if (c == '\n') {
+      literal += "\\n";
+      continue;
+    }
+    literal += c;
+  }
+  return "#line 1 \"" + literal + "\"\n";
+}
+
 Error hiprtc_failure(const HiprtcApi& api, HiprtcResult result, std::string what, std::string log = {}) {
   ErrorCode code = ErrorCode::internal;
   if (result == k_hiprtc_error_out_of_memory) code = ErrorCode::resource_exhausted;
@@ -118,7 +132,11 @@ Result<HsacoOutput> compile_hip_to_hsaco(const HiprtcApi& api, const HipCompileR
       header_contents.push_back(content.c_str());
     }
   }
-  const std::string source(request.source);
+  // comgr compiles a copy named $TMPDIR/comgr-XXXXXX/input/CompileSource,
+  // which would become __FILE__ wherever the source uses it: the worker's
+  // private directory in the code object, and other bytes on every compile.
+  // A #line directive makes __FILE__ the request's name, as NVRTC does.
+  const std::string source = line_directive(name) + std::string(request.source);
   HiprtcProgram raw = nullptr;
   HiprtcResult result = api.create_program(&raw, source.c_str(), name.c_str(), static_cast<int>(header_names.size()),
                                            header_contents.data(), header_names.data());

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "backends/cuda_toolkit.h"
+#include "pipeline/builtin_passes.h"
+#include "pipeline/compile_key.h"
 #include "pipeline/compile_pipeline.h"
 
 namespace kjit {
@@ -151,6 +153,75 @@ TEST_F(CompileKeyFields, AmdTargetsTheirOptionsAndToolchainsEnterTheKey) {
   bool hiprtc = false;
   for (const KeyComponent& c : hip_plan->key.components) hiprtc |= c.name == "toolchain.hiprtc";
   EXPECT_TRUE(hiprtc) << "the key does not name HIPRTC";
+}
+
+}  // namespace
+}  // namespace kjit
+
+// --- what the passes declare ---------------------------------------------------
+
+namespace kjit {
+namespace {
+
+// HIPRTC, like NVRTC, writes the request's name into the code object
+// (__FILE__): two names, two keys.
+TEST_F(CompileKeyFields, AHipRequestsNameChangesItsKey) {
+  CompileJob job;
+  job.input_kind = InputKind::hip_source;
+  job.input = "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }\n";
+  job.input_name = "k.hip";
+  job.target = parse_target("hip:gfx90a").value();
+  const std::string key = key_of(*pipeline_, job);
+  ASSERT_FALSE(key.empty());
+  job.input_name = "other.hip";
+  EXPECT_NE(key_of(*pipeline_, job), key);
+}
+
+PassImpl pass_named(std::string name, KeyDeclaration declares) {
+  PassImpl pass;
+  pass.name = std::move(name);
+  pass.version = "1";
+  pass.run = [](PassContext&, std::string_view ir) -> Result<PassOutput> { return PassOutput{std::string(ir), ""}; };
+  pass.declares_key = std::move(declares);
+  return pass;
+}
+
+TEST(PassDeclarations, APassThatDeclaresNothingIsRefused) {
+  PassRegistry registry;
+  Status added = registry.add(pass_named("silent", nullptr));
+  ASSERT_FALSE(added);
+  EXPECT_EQ(added.error().code, ErrorCode::failed_precondition);
+  EXPECT_NE(added.error().message.find("'silent'"), std::string::npos) << added.error().message;
+  EXPECT_EQ(registry.find("silent"), nullptr);
+  EXPECT_TRUE(registry.add(pass_named("rewrite", declares_nothing)));
+}
+
+TEST(PassDeclarations, EveryBuiltinPassIsRegisteredWithItsDeclaration) {
+  PassRegistry registry;
+  register_builtin_passes(registry);
+  const std::vector<std::string> expected = {"amdgpu-codegen", "hiprtc-compile", "libdevice-link", "lld-link",
+                                             "llvm-passes",    "nvjitlink-link", "nvptx-codegen",  "nvrtc-compile",
+                                             "nvvm-reflect",   "ptx-retarget"};
+  EXPECT_EQ(registry.names(), expected) << "a builtin pass without a declaration is refused, so it would be missing";
+}
+
+// The key takes a toolchain from what the pass declares, not from its name:
+// a pass called anything still brings its toolchain into the key.
+TEST(PassDeclarations, AToolchainIsInTheKeyWhateverItsPassIsCalled) {
+  PassRegistry registry;
+  ASSERT_TRUE(registry.add(pass_named("frobnicate", [](const CompileJob&, const CudaToolkit&) {
+    return std::vector<KeyComponent>{{"toolchain.frob", "7.1"}};
+  })));
+  PipelineSpec pipeline;
+  pipeline.name = "custom";
+  pipeline.stages = {StageSpec{"only", IrKind::ptx, IrKind::ptx, {"frobnicate"}}};
+  const CompileJob job = cuda_job();
+  auto toolkit = CudaToolkit::load();
+  const CacheKey key = compile_key(KeyInputs{job, pipeline, registry, *toolkit});
+  const auto found = std::find_if(key.components.begin(), key.components.end(),
+                                  [](const KeyComponent& c) { return c.name == "toolchain.frob"; });
+  ASSERT_NE(found, key.components.end());
+  EXPECT_EQ(found->value, "7.1");
 }
 
 }  // namespace

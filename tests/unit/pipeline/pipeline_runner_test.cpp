@@ -20,6 +20,7 @@ PassImpl appending(std::string name, IrKind takes, IrKind gives) {
   pass.takes = takes;
   pass.gives = gives;
   pass.arg_keys = {"tag"};
+  pass.declares_key = declares_nothing;
   pass.run = [name](PassContext& context, std::string_view ir) -> Result<PassOutput> {
     std::string out(ir);
     out += "|" + name;

@@ -445,6 +445,33 @@ __global__ void scale(T* x, T factor) { x[threadIdx.x] *= factor; }
   EXPECT_NE(compile.out.hsaco.find(lowered), std::string::npos) << "the kernel symbol is in the code object";
 }
 
+// __FILE__ is the request's name, as NVRTC makes it: the same request gives
+// the same bytes from one compile to the next (comgr's scratch copy has a
+// new random directory each time), and no worker's directory is written
+// into the code object.
+TEST(HipCompile, FileIsTheRequestsNameSoTheSameRequestGivesTheSameBytes) {
+  SKIP_WITHOUT_HIPRTC();
+  constexpr const char* source = R"(
+extern "C" __device__ const char kjit_file[] = __FILE__;
+extern "C" __global__ void where(char* out, int i) { out[0] = kjit_file[i]; }
+)";
+  HipCompileRequest request = request_for(source);
+  request.name = "kernels/where.hip";
+  ChildCompile first = compile_in_child(request);
+  ChildCompile second = compile_in_child(request);
+  ASSERT_TRUE(first.ok) << first.message;
+  ASSERT_TRUE(second.ok) << second.message;
+  EXPECT_TRUE(first.out.hsaco == second.out.hsaco) << "two compiles of one request gave different code objects";
+  EXPECT_NE(first.out.hsaco.find("kernels/where.hip"), std::string::npos);
+  EXPECT_EQ(first.out.hsaco.find("CompileSource"), std::string::npos) << "comgr's scratch path is in the code object";
+
+  request.name = "other.hip";
+  ChildCompile renamed = compile_in_child(request);
+  ASSERT_TRUE(renamed.ok) << renamed.message;
+  EXPECT_NE(renamed.out.hsaco.find("other.hip"), std::string::npos);
+  EXPECT_FALSE(renamed.out.hsaco == first.out.hsaco);
+}
+
 TEST(HipCompile, SyntaxErrorIsInvalidArgumentCarryingTheDiagnostic) {
   SKIP_WITHOUT_HIPRTC();
   constexpr const char* source = R"(
