@@ -43,10 +43,16 @@ std::string describe_exit(int status) {
   return "ended";
 }
 
-// Kills (when asked), closes and waits for a process; its wait status, or
+// Kills a worker and whatever its toolchain started: each worker leads a
+// process group of its own, and a program it ran (an assembler) would
+// otherwise outlive the compile, holding the worker's stderr open. Called
+// before the worker is reaped, so the group's id is still its own.
+void kill_worker(pid_t pid) { ::kill(-pid, SIGKILL); }
+
+// Kills (when asked), closes and waits for a worker; its wait status, or
 // nullopt when it could not be reaped.
 std::optional<int> reap(pid_t pid, int fd, bool kill_first) {
-  if (kill_first) ::kill(pid, SIGKILL);
+  if (kill_first) kill_worker(pid);
   ::close(fd);
   int status = 0;
   pid_t reaped = -1;
@@ -147,9 +153,16 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  // A process group of its own (pgid = its pid), so that a stopped compile
+  // takes the programs its toolchain runs with it.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = -1;
   const std::string program = executable_.empty() ? "/proc/self/exe" : executable_;
-  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   ::close(child_end);
   ::close(err[1]);
@@ -195,7 +208,7 @@ void CompileWorkers::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    for (pid_t pid : busy_) ::kill(pid, SIGKILL);
+    for (pid_t pid : busy_) kill_worker(pid);
   }
   freed_.notify_all();
 }
@@ -259,10 +272,15 @@ CompileWorkers::WorkerEnd CompileWorkers::end_of(const Worker& worker, bool kill
 }
 
 CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first) {
+  {
+    // Out of stop()'s reach before it is reaped: its pid, and so a process
+    // group stop() would kill, may belong to another process after that.
+    std::lock_guard lock(mutex_);
+    std::erase(busy_, worker.pid);
+  }
   WorkerEnd end = end_of(worker, kill_first);
   {
     std::lock_guard lock(mutex_);
-    std::erase(busy_, worker.pid);
     --live_;
   }
   freed_.notify_one();

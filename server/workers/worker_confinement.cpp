@@ -52,6 +52,7 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
   for (const std::string& dir : loaded_library_dirs()) read_only.insert(dir);
   policy.read_only.assign(read_only.begin(), read_only.end());
   policy.read_write = {private_dir, "/dev/null"};
+  // policy.executables stays empty: no toolchain here runs programs of its own, so workers may run none.
   return policy;
 }
 

@@ -3,7 +3,9 @@
 #include "server/workers/worker_sandbox.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -14,9 +16,11 @@
 
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <set>
 
 // The build host's header may predate the kernel it runs on: these are the kernel's values, fixed by its ABI.
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -57,8 +61,12 @@ struct RulesetAttr {
   uint64_t scoped = 0;
 };
 
-constexpr uint64_t k_fs_read_file = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE;
+// Landlock checks the execute right only when a file is opened to run it (execve, and the loader it names), never
+// when a library is mapped: only the policy's executables get it.
+constexpr uint64_t k_fs_read_file = LANDLOCK_ACCESS_FS_READ_FILE;
 constexpr uint64_t k_fs_read_dir = k_fs_read_file | LANDLOCK_ACCESS_FS_READ_DIR;
+// The kernel opens a program for reading to run it.
+constexpr uint64_t k_fs_execute = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
 // Writable places are not executable: nothing the worker writes should ever run.
 constexpr uint64_t k_fs_write_file = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
                                      LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV;
@@ -82,7 +90,7 @@ uint64_t handled_fs_rights(int abi) {
 constexpr std::array<const char*, 39> k_denied_syscalls = {
     // New network endpoints (the daemon's socketpair was opened before and stays usable).
     "socket", "socketpair", "bind", "listen", "accept", "accept4", "connect",
-    // Running another program, or reading and writing another process.
+    // Running another program (allowed when the policy names executables), or reading and writing another process.
     "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev",
     // Changing what paths mean: mounts, roots, namespaces, opening by file handle.
     "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_by_handle_at", "name_to_handle_at",
@@ -139,6 +147,7 @@ struct Rules {
   int read_only = 0;
   int read_write = 0;
   int missing = 0;
+  std::vector<std::string> executables;  // as the policy names them, then the loaders they need
 };
 
 // Adds one path-beneath rule per existing path, with the rights valid for its kind (file or directory) and known to
@@ -167,8 +176,79 @@ Status add_path_rules(int ruleset_fd, const std::vector<std::string>& paths, uin
   return Ok{};
 }
 
-// Builds and enforces the Landlock domain; returns the description of what it covers.
-Result<std::string> apply_landlock(const SandboxPolicy& policy, int abi) {
+// The program interpreter (PT_INTERP) an ELF executable of this machine's class names: the dynamic loader, which the
+// kernel opens for execution along with the program. Empty for a static program or any other file.
+std::string elf_interpreter(int fd) {
+  ElfW(Ehdr) header{};
+  if (::pread(fd, &header, sizeof(header), 0) != static_cast<ssize_t>(sizeof(header))) return {};
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+      header.e_phentsize != sizeof(ElfW(Phdr))) {
+    return {};
+  }
+  for (int i = 0; i < header.e_phnum; ++i) {
+    ElfW(Phdr) segment{};
+    const off_t at = static_cast<off_t>(header.e_phoff + static_cast<uint64_t>(i) * header.e_phentsize);
+    if (::pread(fd, &segment, sizeof(segment), at) != static_cast<ssize_t>(sizeof(segment))) return {};
+    if (segment.p_type != PT_INTERP) continue;
+    if (segment.p_filesz == 0 || segment.p_filesz > PATH_MAX) return {};
+    std::string path(segment.p_filesz, '\0');
+    if (::pread(fd, path.data(), path.size(), static_cast<off_t>(segment.p_offset)) !=
+        static_cast<ssize_t>(path.size())) {
+      return {};
+    }
+    path.resize(std::strlen(path.c_str()));
+    return path;
+  }
+  return {};
+}
+
+Status add_execute_rule(int ruleset_fd, int fd, const std::string& path, uint64_t handled) {
+  landlock_path_beneath_attr rule{};
+  rule.allowed_access = k_fs_execute & handled;
+  rule.parent_fd = fd;
+  if (::syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+    return failure(ErrorCode::internal, "cannot add a Landlock rule for " + path, errno);
+  }
+  return Ok{};
+}
+
+// Makes exactly the policy's executables, and the loaders they name, runnable. A directory is refused: its rule
+// would make everything beneath it runnable.
+Status add_executable_rules(int ruleset_fd, const std::vector<std::string>& executables, uint64_t handled,
+                            Rules& rules) {
+  std::set<std::string> loaders;
+  for (const std::string& path : executables) {
+    // Opened to read its ELF header too; O_NONBLOCK so that a FIFO named by mistake cannot block.
+    Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    if (fd.get() < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) {
+        ++rules.missing;
+        continue;
+      }
+      return failure(ErrorCode::failed_precondition, "cannot open " + path, errno);
+    }
+    struct stat info {};
+    if (::fstat(fd.get(), &info) != 0) return failure(ErrorCode::internal, "cannot stat " + path, errno);
+    if (!S_ISREG(info.st_mode)) {
+      return make_error(ErrorCode::invalid_argument, "worker sandbox: an executable must be a file: " + path);
+    }
+    if (Status added = add_execute_rule(ruleset_fd, fd.get(), path, handled); !added) return added;
+    rules.executables.push_back(path);
+    if (std::string loader = elf_interpreter(fd.get()); !loader.empty()) loaders.insert(std::move(loader));
+  }
+  for (const std::string& loader : loaders) {
+    Fd fd(::open(loader.c_str(), O_PATH | O_CLOEXEC));
+    if (fd.get() < 0) continue;  // the program cannot run anyway, and execve says so (ENOENT)
+    if (Status added = add_execute_rule(ruleset_fd, fd.get(), loader, handled); !added) return added;
+    rules.executables.push_back(loader + " (loader)");
+  }
+  return Ok{};
+}
+
+// Builds and enforces the Landlock domain; returns the description of what it covers, and whether any executable
+// may run.
+Result<std::string> apply_landlock(const SandboxPolicy& policy, int abi, bool& may_execute) {
   RulesetAttr attr;
   attr.handled_access_fs = handled_fs_rights(abi);
   // The kernel reads only the fields its ABI knows, and refuses nonzero bytes beyond them: pass just those.
@@ -191,6 +271,9 @@ Result<std::string> apply_landlock(const SandboxPolicy& policy, int abi) {
   added = add_path_rules(ruleset.get(), policy.read_write, k_fs_write_file, k_fs_write_dir, attr.handled_access_fs,
                          rules.read_write, rules.missing);
   if (!added) return added.error();
+  added = add_executable_rules(ruleset.get(), policy.executables, attr.handled_access_fs, rules);
+  if (!added) return added.error();
+  may_execute = !rules.executables.empty();
 
   if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
     return failure(ErrorCode::internal, "cannot enforce the Landlock ruleset", errno);
@@ -200,13 +283,18 @@ Result<std::string> apply_landlock(const SandboxPolicy& policy, int abi) {
                      (rules.read_only == 1 ? " read-only path, " : " read-only paths, ") +
                      std::to_string(rules.read_write) + " writable";
   if (rules.missing > 0) text += ", " + std::to_string(rules.missing) + " missing skipped";
+  if (!rules.executables.empty()) {
+    text += "; may execute ";
+    for (size_t i = 0; i < rules.executables.size(); ++i) text += (i > 0 ? ", " : "") + rules.executables[i];
+  }
   if (abi >= 4) text += "; TCP denied";
   if (abi >= 6) text += "; signals and abstract sockets scoped";
   return text + ")";
 }
 
-// Loads the seccomp filter; returns how many syscalls it denies.
-Result<int> apply_seccomp() {
+// Loads the seccomp filter; returns how many syscalls it denies. `allow_exec`: execve and execveat are not among
+// them (Landlock then decides which files run).
+Result<int> apply_seccomp(bool allow_exec) {
   scmp_filter_ctx filter = ::seccomp_init(SCMP_ACT_ALLOW);
   if (filter == nullptr) return make_error(ErrorCode::internal, "worker sandbox: cannot create the seccomp filter");
   struct FilterRelease {
@@ -224,6 +312,7 @@ Result<int> apply_seccomp() {
     // A syscall this architecture lacks cannot be made; skip it rather than fail.
     int number = ::seccomp_syscall_resolve_name(name);
     if (number == __NR_SCMP_ERROR) continue;
+    if (allow_exec && (std::strcmp(name, "execve") == 0 || std::strcmp(name, "execveat") == 0)) continue;
     rc = ::seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), number, 0);
     if (rc != 0) return failure(ErrorCode::internal, std::string("cannot add a seccomp rule for ") + name, -rc);
     ++denied;
@@ -262,17 +351,27 @@ Result<std::string> confine_this_process(const SandboxPolicy& policy) {
     return make_error(ErrorCode::failed_precondition, "worker sandbox: the process has " + std::to_string(*threads) +
                                                           " threads; Landlock would confine only the calling one");
   }
+  // A relative path would mean whatever the working directory makes of it when the rule is added.
+  for (const std::string& path : policy.executables) {
+    if (path.empty() || path[0] != '/') {
+      return make_error(ErrorCode::invalid_argument, "worker sandbox: an executable must be an absolute path: " + path);
+    }
+  }
 
   // Required by landlock_restrict_self and seccomp without CAP_SYS_ADMIN, and keeps setuid programs from
   // regaining what the sandbox takes away.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     return failure(ErrorCode::internal, "cannot set no_new_privs", errno);
   }
-  Result<std::string> landlock = apply_landlock(policy, support.landlock_abi);
+  // execve is allowed only when one of the executables can run: a policy whose executables are all missing keeps it
+  // denied.
+  bool allow_exec = false;
+  Result<std::string> landlock = apply_landlock(policy, support.landlock_abi, allow_exec);
   if (!landlock) return landlock.error();
-  Result<int> denied = apply_seccomp();
+  Result<int> denied = apply_seccomp(allow_exec);
   if (!denied) return denied.error();
-  return *landlock + ", seccomp (" + std::to_string(*denied) + " syscalls denied), no_new_privs";
+  return *landlock + ", seccomp (" + std::to_string(*denied) + " syscalls denied" +
+         (allow_exec ? ", execve allowed" : "") + "), no_new_privs";
 }
 
 }  // namespace kjit

@@ -3,15 +3,18 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "kjit/client.h"
 #include "support/daemon_test.h"
@@ -33,11 +36,12 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 const std::string k_pipelines = llvm_test_pipeline("llvm-crashing", {"test-crash"}, false) +
-                                llvm_test_pipeline("llvm-hanging", {"test-hang"}, false);
+                                llvm_test_pipeline("llvm-hanging", {"test-hang"}, false) +
+                                llvm_test_pipeline("llvm-hanging-with-child", {"test-hang-with-child"}, false);
 
-// The command lines of the processes whose parent is `parent`.
-std::vector<std::string> children_of(pid_t parent) {
-  std::vector<std::string> out;
+// The processes whose parent is `parent`, each with its command line.
+std::vector<std::pair<pid_t, std::string>> processes_of(pid_t parent) {
+  std::vector<std::pair<pid_t, std::string>> out;
   for (const fs::directory_entry& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -54,9 +58,36 @@ std::vector<std::string> children_of(pid_t parent) {
     if (ppid != parent) continue;
     std::ifstream cmdline(entry.path() / "cmdline");
     std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    out.push_back(args);
+    out.emplace_back(std::stoi(name), args);
   }
   return out;
+}
+
+// The command lines of the processes whose parent is `parent`.
+std::vector<std::string> children_of(pid_t parent) {
+  std::vector<std::string> out;
+  for (const auto& [pid, args] : processes_of(parent)) out.push_back(args);
+  return out;
+}
+
+// A child of a compile worker (kjitd --worker-fd) of `parent`, or 0.
+pid_t worker_child_of(pid_t parent) {
+  for (const auto& [worker, args] : processes_of(parent)) {
+    if (args.find("--worker-fd") == std::string::npos) continue;
+    for (const auto& [child, child_args] : processes_of(worker)) return child;
+  }
+  return 0;
+}
+
+// Whether `pid` has ended: no such process, or a zombie (whoever inherited
+// it, such as a container's first process, may never reap it).
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && line.compare(close, 3, ") Z") == 0;
 }
 
 // How many compile workers (kjitd --worker-fd) `daemon` has.
@@ -412,6 +443,72 @@ TEST_F(InProcessWorkersTest, ACompilePastItsTimeBoundIsAKillByTimeout) {
   EXPECT_EQ(counters.kills.at("timeout"), 1u);
   EXPECT_EQ(counters.kills.count("cancelled"), 0u);
   EXPECT_EQ(counters.crashed, 0u);
+}
+
+// A toolchain that runs a program of its own (a driver and its assembler):
+// however its compile is stopped, the program stops with it. A program left
+// behind would also hold the worker's stderr open, which the pool reads to
+// its end.
+class WorkerProcessGroupTest : public InProcessWorkersTest {
+ protected:
+  void TearDown() override {
+    abandon_ = true;  // a compile still running gives up
+    if (child_ > 0 && !process_gone(child_)) ::kill(child_, SIGKILL);
+    if (compile_.joinable()) compile_.join();
+    InProcessWorkersTest::TearDown();
+  }
+
+  // Starts a compile whose toolchain starts a program, both hanging, on a
+  // thread; returns once the program runs. The compile is abandoned when
+  // abandon_ turns true.
+  void start() {
+    compile_ = std::thread([this] {
+      answer_.emplace(compile("llvm-hanging-with-child", [this] { return abandon_.load(); }));
+      done_ = true;
+    });
+    ASSERT_TRUE(eventually([&] { return (child_ = worker_child_of(::getpid())) > 0; }))
+        << "the toolchain's program never started";
+  }
+
+  // Expects the program gone and the compile answered `code`.
+  void expect_stopped(ErrorCode code, const std::string& message) {
+    const bool gone = eventually([&] { return process_gone(child_); });
+    // Left running, it keeps the pool reading the worker's stderr: the
+    // compile could not answer.
+    if (!gone) ::kill(child_, SIGKILL);
+    EXPECT_TRUE(gone) << "the program the toolchain started (pid " << child_ << ") outlived its stopped compile";
+    ASSERT_TRUE(eventually([&] { return done_.load(); })) << "the compile did not answer";
+    compile_.join();
+    ASSERT_TRUE(answer_ && fails_with(*answer_, code, message));
+    EXPECT_EQ(workers_->counters().crashed, 0u) << "our own kill is not a crash";
+  }
+
+  std::thread compile_;
+  std::atomic<bool> abandon_{false}, done_{false};
+  std::optional<Result<Artifact>> answer_;
+  pid_t child_ = 0;
+};
+
+TEST_F(WorkerProcessGroupTest, AnAbandonedCompileStopsTheProgramsItsToolchainStarted) {
+  ASSERT_NO_FATAL_FAILURE(start_pool("60"));
+  ASSERT_NO_FATAL_FAILURE(start());
+  abandon_ = true;
+  ASSERT_NO_FATAL_FAILURE(expect_stopped(ErrorCode::cancelled, "compile abandoned"));
+  EXPECT_EQ(workers_->counters().kills["cancelled"], 1u);
+}
+
+TEST_F(WorkerProcessGroupTest, ACompilePastItsTimeBoundStopsTheProgramsItsToolchainStarted) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  ASSERT_NO_FATAL_FAILURE(expect_stopped(ErrorCode::deadline_exceeded, "ran longer than 3 s"));
+  EXPECT_EQ(workers_->counters().kills["timeout"], 1u);
+}
+
+TEST_F(WorkerProcessGroupTest, StoppingThePoolStopsTheProgramsItsToolchainStarted) {
+  ASSERT_NO_FATAL_FAILURE(start_pool("60"));
+  ASSERT_NO_FATAL_FAILURE(start());
+  workers_->stop();
+  ASSERT_NO_FATAL_FAILURE(expect_stopped(ErrorCode::unavailable, "shutting down"));
+  EXPECT_EQ(workers_->counters().kills["shutdown"], 1u);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Example plugin for error paths: a pass that fails with a diagnostic, one
 // that returns garbage instead of PTX, ones that crash their process (as LLVM
 // aborts on some inputs, a segmentation fault, an unchecked allocation at
-// the memory bound), one that never returns and one that takes its time.
+// the memory bound), ones that never return (one of them after starting a
+// process of its own) and one that takes its time.
 // Each runs only in the pipelines a daemon's configuration builds with it.
 #include <kjit/plugin.h>
 #include <unistd.h>
@@ -50,6 +51,17 @@ int hang(const kjit_pass_input*, const kjit_pass_output*) {
   while (true) ::sleep(1);
 }
 
+// What a toolchain that runs a tool of its own (a driver and its assembler)
+// leaves when its compile is stopped: a child process that hangs as well,
+// holding the worker's stderr like any child. fork alone: a worker may run
+// no program.
+int hang_with_child(const kjit_pass_input*, const kjit_pass_output*) {
+  if (::fork() == 0) {
+    while (true) ::pause();
+  }
+  while (true) ::sleep(1);
+}
+
 // A slow compile that succeeds: its input, unchanged, after 1.5 s or the
 // argument "ms" milliseconds (for tests of queues, deadlines and draining
 // that need a compile in flight, some of them long enough to act on it
@@ -70,11 +82,12 @@ const kjit_pass_desc k_passes[] = {
     {"test-garbage", "1.0", "ptx", "ptx", nullptr, 0, garbage},
     {"test-crash", "1.0", "ptx", "ptx", nullptr, 0, crash},
     {"test-hang", "1.0", "ptx", "ptx", nullptr, 0, hang},
+    {"test-hang-with-child", "1.0", "ptx", "ptx", nullptr, 0, hang_with_child},
     {"test-slow", "1.0", "ptx", "ptx", k_slow_args, 1, slow},
     {"test-segfault", "1.0", "ptx", "ptx", nullptr, 0, segfault},
     {"test-unchecked-allocation", "1.0", "ptx", "ptx", nullptr, 0, unchecked_allocation},
 };
-const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 7, nullptr, 0, nullptr,
+const kjit_plugin_info k_info = {KJIT_PLUGIN_API_VERSION, "test-failing", "1.0", k_passes, 8, nullptr, 0, nullptr,
                                  nullptr};
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The worker sandbox: a confined process reads only its policy's paths, writes only its writable ones, and can open
-// no sockets, run no programs and signal no process outside it. Each check runs in a forked child, since
-// confinement cannot be undone.
+// no sockets, run no programs but the policy's executables and signal no process outside it. Each check runs in a
+// forked child, since confinement cannot be undone.
 #include "server/workers/worker_sandbox.h"
 
 #include <dirent.h>
@@ -129,6 +129,36 @@ int list_errno(const std::string& path) {
   return 0;
 }
 
+// Runs `program` without arguments in a child and waits for it: 0 when it ran and exited 0, the errno of its execve
+// when that failed, -1 otherwise.
+int run_errno(const std::string& program) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return errno;
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno;
+  if (pid == 0) {
+    std::string name = program;
+    char* argv[] = {name.data(), nullptr};
+    char* envp[] = {nullptr};
+    ::execve(name.c_str(), argv, envp);
+    const int error = errno;
+    write_all(report[1], &error, sizeof(error));
+    ::_exit(127);
+  }
+  ::close(report[1]);
+  int error = 0;  // the pipe closes without a word when execve worked
+  ssize_t got = 0;
+  while ((got = ::read(report[0], &error, sizeof(error))) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return errno;
+  }
+  if (got == static_cast<ssize_t>(sizeof(error))) return error;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 void write_file(const fs::path& path, const std::string& content) {
   std::ofstream(path) << content;
 }
@@ -208,6 +238,9 @@ TEST_F(WorkerSandbox, DescriptionNamesEveryLayerApplied) {
   if (support_.landlock_abi >= 6) {
     EXPECT_NE(text.find("signals and abstract sockets scoped"), std::string::npos) << text;
   }
+  // No executables: nothing runs, and the description says nothing of them.
+  EXPECT_EQ(text.find("may execute"), std::string::npos) << text;
+  EXPECT_EQ(text.find("execve allowed"), std::string::npos) << text;
 }
 
 TEST_F(WorkerSandbox, ConfinedProcessCanReadItsReadOnlyPaths) {
@@ -310,6 +343,85 @@ TEST_F(WorkerSandbox, ConfinedProcessCannotRunPrograms) {
               return errno;
             }),
             EPERM);
+}
+
+// A toolchain that runs a tool of its own: the policy names the program, and it alone runs.
+class WorkerSandboxExecutables : public WorkerSandbox {
+ protected:
+  void SetUp() override {
+    WorkerSandbox::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    true_ = fs::canonical("/bin/true").string();
+    // What a dynamically linked program needs to start, as a worker's policy allows it; the directory of the
+    // programs is readable too, so that only the execute right tells the allowed one from the others.
+    for (const char* path : {"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/ld.so.cache"})
+      policy_.read_only.push_back(path);
+    policy_.read_only.push_back(fs::path(true_).parent_path().string());
+    policy_.executables = {true_};
+  }
+
+  std::string true_;
+};
+
+TEST_F(WorkerSandbox, ConfinedProcessCannotRunProgramsFromItsReadOnlyPaths) {
+  // Readable is not runnable, even where execve itself is allowed (the policy names an executable, elsewhere).
+  fs::copy_file("/bin/true", path("read_only/tool"));
+  fs::permissions(path("read_only/tool"), fs::perms::owner_all);
+  fs::copy_file("/bin/true", path("single_file.txt"), fs::copy_options::overwrite_existing);
+  fs::permissions(path("single_file.txt"), fs::perms::owner_all);
+  for (const char* lib : {"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/ld.so.cache"})
+    policy_.read_only.push_back(lib);
+  policy_.executables = {fs::canonical("/bin/false").string()};
+  EXPECT_EQ(confined_result([&] { return read_errno(path("read_only/tool")); }), 0);
+  EXPECT_EQ(confined_result([&] { return run_errno(path("read_only/tool")); }), EACCES);
+  EXPECT_EQ(confined_result([&] { return run_errno(path("single_file.txt")); }), EACCES);
+}
+
+TEST_F(WorkerSandboxExecutables, ThePolicysExecutableRuns) {
+  EXPECT_EQ(confined_result([&] { return run_errno(true_); }), 0);
+  // By the name it was given as well: the rule applies to the file.
+  EXPECT_EQ(confined_result([] { return run_errno("/bin/true"); }), 0);
+}
+
+TEST_F(WorkerSandboxExecutables, NoOtherProgramRuns) {
+  for (const char* other : {"/bin/sh", "/bin/false"}) {
+    ASSERT_NE(fs::canonical(other).string(), true_) << other << " is the same program as /bin/true here";
+    EXPECT_EQ(confined_result([&] { return run_errno(other); }), EACCES) << other;
+  }
+  // Nor the process's own program, nor a file it may write.
+  EXPECT_EQ(confined_result([] { return run_errno("/proc/self/exe"); }), EACCES);
+  fs::copy_file(true_, path("writable/copy"));
+  fs::permissions(path("writable/copy"), fs::perms::owner_all);
+  EXPECT_EQ(confined_result([&] { return run_errno(path("writable/copy")); }), EACCES);
+}
+
+TEST_F(WorkerSandboxExecutables, DescriptionNamesTheExecutablesAndTheirLoader) {
+  ChildReport report = run_confined(policy_, [] { return 0; });
+  ASSERT_TRUE(report.received);
+  ASSERT_TRUE(report.confined) << report.message;
+  EXPECT_NE(report.message.find("may execute " + true_), std::string::npos) << report.message;
+  EXPECT_NE(report.message.find("ld-linux"), std::string::npos) << report.message;
+  EXPECT_NE(report.message.find("(loader)"), std::string::npos) << report.message;
+  EXPECT_NE(report.message.find("execve allowed"), std::string::npos) << report.message;
+}
+
+TEST_F(WorkerSandboxExecutables, MissingExecutablesLeaveExecDenied) {
+  policy_.executables = {path("no_such_tool")};
+  ChildReport report = run_confined(policy_, [] { return run_errno("/bin/true"); });
+  ASSERT_TRUE(report.received);
+  ASSERT_TRUE(report.confined) << report.message;
+  EXPECT_EQ(report.result, EPERM) << report.message;
+  EXPECT_EQ(report.message.find("execve allowed"), std::string::npos) << report.message;
+}
+
+TEST_F(WorkerSandboxExecutables, AnExecutableMustBeAnAbsolutePathToAFile) {
+  for (const std::string& wrong : {std::string("true"), fs::path(true_).parent_path().string()}) {
+    policy_.executables = {wrong};
+    ChildReport report = run_confined(policy_, [] { return 0; });
+    ASSERT_TRUE(report.received);
+    EXPECT_FALSE(report.confined) << wrong;
+    EXPECT_NE(report.message.find(wrong), std::string::npos) << report.message;
+  }
 }
 
 TEST_F(WorkerSandbox, ConfinedProcessCannotSignalItsParent) {
