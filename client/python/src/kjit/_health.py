@@ -1,4 +1,4 @@
-"""grpc.health.v1 messages in a private descriptor pool.
+"""grpc.health.v1 messages in a private descriptor pool, and a stub for Check.
 
 Registering grpc.health.v1.* in protobuf's default pool would clash with
 grpcio-health-checking loaded in the same process, so the messages are built
@@ -24,3 +24,11 @@ def status_name(response) -> str:
     """"SERVING", "NOT_SERVING", "UNKNOWN", "SERVICE_UNKNOWN"."""
     value = _STATUS.values_by_number.get(response.status)
     return value.name if value is not None else str(response.status)
+
+
+class HealthStub:
+    """The Check method, as a generated stub would offer it."""
+
+    def __init__(self, channel):
+        self.Check = channel.unary_unary(CHECK_METHOD, request_serializer=HealthCheckRequest.SerializeToString,
+                                         response_deserializer=HealthCheckResponse.FromString)
