@@ -111,6 +111,20 @@ if [[ ! -x $kjitd || ! -x $kjit ]]; then
   make build
 fi
 
+# The Python client and what it imports, built here (pip --target) for the
+# direct-read clients: a host process and the systemd container's Debian
+# python3 run it.
+pylib=$work/pylib
+if ! python3 -m pip install --quiet --disable-pip-version-check --no-input --target "$pylib" client/python \
+       >"$work/pylib.log" 2>&1; then
+  tail -20 "$work/pylib.log" >&2
+  die "pip could not install the Python client (client/python)"
+fi
+# Other users (the image's kjit group, a uid of its own) reach the socket
+# directories and the client inside this run's directory.
+chmod 0711 "$work"
+chmod -R go+rX "$pylib"
+
 # --- the image
 
 target=runtime-prebuilt
@@ -147,7 +161,7 @@ if command -v redis-server >/dev/null; then
   redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no >"$work/redis.log" 2>&1 &
   redis_pid=$!
-  redis_args=(--config /etc/kjit/kjitd.toml --redis "127.0.0.1:$redis_port")
+  redis_args=(--redis "127.0.0.1:$redis_port")
 else
   say "no redis-server here: the container runs without a Redis tier"
 fi
@@ -175,8 +189,17 @@ for ((i = 1; i <= start_runs; i++)); do
   name=kjit-ctest-$$-$i
   dir=$(socket_dir)
   args=()
-  if ((i == start_runs)); then args=("${redis_args[@]}"); fi
-  podman create --name "$name" -v "$dir:/run/kjit" "$image" "${args[@]}" >>"$podman_log" 2>&1 ||
+  volumes=(-v "$dir:/run/kjit")
+  if ((i == start_runs)); then
+    # The last container's disk tier is a host directory at the same path
+    # inside, so the host's clients can read its entries directly.
+    shared_cache=$(mktemp -d "$work/cache.XXXXXX")
+    chown 10001:10001 "$shared_cache"
+    chmod 0750 "$shared_cache"
+    volumes+=(-v "$shared_cache:$shared_cache")
+    args=(--config /etc/kjit/kjitd.toml "${redis_args[@]}" --cache-dir "$shared_cache")
+  fi
+  podman create --name "$name" "${volumes[@]}" "$image" "${args[@]}" >>"$podman_log" 2>&1 ||
     die "podman create failed"
   containers+=("$name")
   t0=$EPOCHREALTIME
@@ -248,6 +271,24 @@ else
   fail "kjit cache stats failed: $stats"
 fi
 
+# Direct reads from the container's disk tier: a host process of the
+# socket's group (gid 10001, the image's kjit group; no user of the host)
+# reads a blob the daemon stored, with no call and without loading gRPC.
+if [[ ! -x /usr/bin/python3 ]]; then
+  fail "no /usr/bin/python3 on this host for the direct-read client"
+elif out=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import kjit; kjit.Client(sys.argv[2]).put_blob("ctest", "k1", "kernel.cubin", b"kjit-direct")' \
+             "$pylib" "$socket" 2>&1); then
+  out=$(setpriv --reuid=10002 --regid=10001 --clear-groups env PYTHONPATH="$pylib" /usr/bin/python3 \
+          scripts/container-test/blob_reader.py "$socket" read ctest k1 kernel.cubin 6b6a69742d646972656374 2>&1 || true)
+  if [[ $out == *'"how": "direct", "same_bytes": true'*'"grpc_loaded_before_fallback": false'* ]]; then
+    say "a host process of the socket's group read the container's blob directly: $out"
+  else
+    fail "a host process of the socket's group did not read the container's blob directly: $out"
+  fi
+else
+  fail "putting a blob into the container's kjitd: $out"
+fi
+
 stop_and_check "$name" && say "kjitd in the container exited 0 after SIGTERM"
 
 # Direct reads under the unit: the manifest beside the socket is there, the
@@ -284,13 +325,7 @@ if [[ ${KJIT_CTEST_SYSTEMD:-1} == 1 ]]; then
   mkdir "$ctx"
   cp deploy/kjitd.service deploy/kjit.sysusers.conf deploy/kjitd.toml examples/vector_add.cu \
     scripts/container-test/blob_reader.py "$ctx/"
-  # The Python client and what it imports, for the direct-read clients
-  # below: built here (pip --target), run by the image's Debian python3.
-  if ! python3 -m pip install --quiet --disable-pip-version-check --no-input --target "$ctx/pylib" client/python \
-         >"$work/pylib.log" 2>&1; then
-    tail -20 "$work/pylib.log" >&2
-    die "pip could not install the Python client for the systemd test image"
-  fi
+  cp -r "$pylib" "$ctx/pylib"
   cat >"$ctx/Containerfile" <<CONTAINERFILE
 FROM $image
 USER root
