@@ -23,12 +23,12 @@ enum class ConfigKind { text, boolean, integer };
 using ConfigValue = std::variant<std::string, bool, int64_t>;
 
 struct ConfigKey {
-  std::string_view path;  // "limits.max_input_bytes" is [limits] max_input_bytes
-  std::string_view flag;  // "--max-input-bytes"; empty: the file alone sets it
-  ConfigKind kind;
-  std::string_view help;
-  int64_t min = 0, max = 0;                // integer: the accepted range, both ends included
-  std::vector<std::string_view> choices;   // text: the only accepted values; empty: any
+  std::string_view path{};  // "limits.max_input_bytes" is [limits] max_input_bytes
+  std::string_view flag{};  // "--max-input-bytes"; empty: the file alone sets it
+  ConfigKind kind = ConfigKind::text;
+  std::string_view help{};
+  int64_t min = 0, max = 0;                  // integer: the accepted range, both ends included
+  std::vector<std::string_view> choices{};   // text: the only accepted values; empty: any
   bool flag_sets = true;                   // boolean: the value its bare flag sets (--no-cache: false)
   void (*set)(DaemonConfig&, const ConfigValue&) = nullptr;  // a value already checked by check()
   ConfigValue (*get)(const DaemonConfig&) = nullptr;

@@ -202,7 +202,9 @@ TEST_F(AmdCompileTest, SeveralHipTargetsGiveACodeObjectBundleTheHipRuntimeReads)
   std::vector<std::string> ids;
   for (const BundleEntry& entry : *entries) {
     ids.push_back(entry.id);
-    if (entry.id.starts_with("hipv4-")) EXPECT_EQ(elf_header_of(entry.bytes).machine, k_em_amdgpu) << entry.id;
+    if (entry.id.starts_with("hipv4-")) {
+      EXPECT_EQ(elf_header_of(entry.bytes).machine, k_em_amdgpu) << entry.id;
+    }
   }
   EXPECT_NE(std::find(ids.begin(), ids.end(), "hipv4-amdgcn-amd-amdhsa--gfx90a"), ids.end());
   EXPECT_NE(std::find(ids.begin(), ids.end(), "hipv4-amdgcn-amd-amdhsa--gfx1100"), ids.end());

@@ -217,7 +217,7 @@ TEST(PassDeclarations, AToolchainIsInTheKeyWhateverItsPassIsCalled) {
   pipeline.stages = {StageSpec{"only", IrKind::ptx, IrKind::ptx, {"frobnicate"}}};
   const CompileJob job = cuda_job();
   auto toolkit = CudaToolkit::load();
-  const CacheKey key = compile_key(KeyInputs{job, pipeline, registry, *toolkit});
+  const CacheKey key = compile_key(KeyInputs{job, pipeline, registry, *toolkit, {}, std::nullopt, {}});
   const auto found = std::find_if(key.components.begin(), key.components.end(),
                                   [](const KeyComponent& c) { return c.name == "toolchain.frob"; });
   ASSERT_NE(found, key.components.end());

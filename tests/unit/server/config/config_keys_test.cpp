@@ -64,7 +64,9 @@ TEST(ConfigKeys, PathsAndFlagsNameOneKeyEach) {
   std::set<std::string_view> paths, flags;
   for (const ConfigKey& key : config_keys()) {
     EXPECT_TRUE(paths.insert(key.path).second) << key.path;
-    if (!key.flag.empty()) EXPECT_TRUE(flags.insert(key.flag).second) << key.flag;
+    if (!key.flag.empty()) {
+      EXPECT_TRUE(flags.insert(key.flag).second) << key.flag;
+    }
     EXPECT_EQ(find_config_key(key.path), &key);
   }
   EXPECT_EQ(find_config_key("cache.no_such_key"), nullptr);
