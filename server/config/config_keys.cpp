@@ -37,15 +37,6 @@ ConfigValue value_of(const T& field) {
   .set = [](DaemonConfig& c, const ConfigValue& v) { assign(c.member, v); }, \
   .get = [](const DaemonConfig& c) { return value_of(c.member); }
 
-std::string kind_name(ConfigKind kind) {
-  switch (kind) {
-    case ConfigKind::text: return "a string";
-    case ConfigKind::boolean: return "true or false";
-    case ConfigKind::integer: return "an integer";
-  }
-  return "a value";
-}
-
 std::string quoted_choices(const std::vector<std::string_view>& choices) {
   std::string out;
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -192,16 +183,23 @@ const ConfigKey* find_config_key(std::string_view path) {
   return found == keys.end() ? nullptr : &*found;
 }
 
+std::string config_value_rule(const ConfigKey& key) {
+  switch (key.kind) {
+    case ConfigKind::text: return "a string";
+    case ConfigKind::boolean: return "true or false";
+    case ConfigKind::integer: return "an integer from " + std::to_string(key.min) + " to " + std::to_string(key.max);
+  }
+  return "a value";
+}
+
 Status check_config_value(const ConfigKey& key, const ConfigValue& value, std::string_view where) {
   const std::string name(where);
   const bool right_kind = (key.kind == ConfigKind::text && std::holds_alternative<std::string>(value)) ||
                           (key.kind == ConfigKind::boolean && std::holds_alternative<bool>(value)) ||
                           (key.kind == ConfigKind::integer && std::holds_alternative<int64_t>(value));
-  if (key.kind == ConfigKind::integer && (!right_kind || std::get<int64_t>(value) < key.min ||
-                                          std::get<int64_t>(value) > key.max))
-    return make_error(ErrorCode::invalid_argument, name + " must be an integer from " + std::to_string(key.min) +
-                                                       " to " + std::to_string(key.max));
-  if (!right_kind) return make_error(ErrorCode::invalid_argument, name + " must be " + kind_name(key.kind));
+  if (!right_kind || (key.kind == ConfigKind::integer &&
+                      (std::get<int64_t>(value) < key.min || std::get<int64_t>(value) > key.max)))
+    return make_error(ErrorCode::invalid_argument, name + " must be " + config_value_rule(key));
   if (key.kind == ConfigKind::text && !key.choices.empty()) {
     const std::string& text = std::get<std::string>(value);
     if (std::find(key.choices.begin(), key.choices.end(), text) == key.choices.end())
@@ -216,9 +214,8 @@ Result<ConfigValue> parse_config_flag(const ConfigKey& key, const std::string& t
   int64_t number = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   if (error != std::errc{} || end != text.data() + text.size() || text.empty())
-    return make_error(ErrorCode::invalid_argument, std::string(key.flag) + " must be an integer from " +
-                                                       std::to_string(key.min) + " to " + std::to_string(key.max) +
-                                                       ", not \"" + text + "\"");
+    return make_error(ErrorCode::invalid_argument,
+                      std::string(key.flag) + " must be " + config_value_rule(key) + ", not \"" + text + "\"");
   return ConfigValue(number);
 }
 

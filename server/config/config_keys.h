@@ -40,6 +40,9 @@ const std::vector<ConfigKey>& config_keys();
 // The row of `path` ("cache.disk_bytes"), or null.
 const ConfigKey* find_config_key(std::string_view path);
 
+// What the key takes: "an integer from 1 to 3600", "a string", "true or false".
+std::string config_value_rule(const ConfigKey& key);
+
 // Whether `value` is of the key's kind and within its range or choices; the
 // error names the key as `where` says it ("cache.disk_bytes", "--disk-cache-bytes").
 Status check_config_value(const ConfigKey& key, const ConfigValue& value, std::string_view where);

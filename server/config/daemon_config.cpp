@@ -89,12 +89,8 @@ std::optional<Status> read_scalar(const std::string& path, const std::string& fi
   const ConfigKey* key = find_config_key(path);
   if (!key) return std::nullopt;
   std::optional<ConfigValue> value = toml_value(*key, node);
-  // A value of the wrong kind gets the same message as one out of range.
-  Status s = value ? set_config_value(config, *key, *value, path)
-                   : check_config_value(*key, key->kind == ConfigKind::integer ? ConfigValue(std::string())
-                                                                               : ConfigValue(int64_t{0}),
-                                        path);
-  if (!s) return config_error(file, s.error().message);
+  if (!value) return config_error(file, path + " must be " + config_value_rule(*key));
+  if (Status s = set_config_value(config, *key, *value, path); !s) return config_error(file, s.error().message);
   return Ok{};
 }
 
