@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "cache/lease_store.h"
 #include "cache/single_flight.h"
@@ -31,6 +32,17 @@ struct CoalescerStats {
   uint64_t fleet_waits = 0;     // leaders that waited on another daemon's lease
   uint64_t lease_timeouts = 0;  // waits that ran past max_wait and compiled anyway
 };
+
+// The counters by name, as kjit.v1.StatsResponse names them: visit(name,
+// counter), counter a reference.
+template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, CoalescerStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("compiles", stats.compiles);
+  visit("joined", stats.joined);
+  visit("fleet_waits", stats.fleet_waits);
+  visit("lease_timeouts", stats.lease_timeouts);
+}
 
 class CompileCoalescer {
  public:

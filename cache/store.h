@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "cache/cache_entry.h"
@@ -28,6 +29,24 @@ struct StoreStats {
   uint64_t errors = 0;       // operations the tier failed (I/O, network, timeout)
   uint64_t skipped = 0;      // operations not attempted because the tier is known down
 };
+
+// Every counter of a StoreStats, named as the wire (kjit.v1.TierStats) names
+// it: visit(name, counter), counter a uint64_t& (const for a const stats).
+// The wire translation and its coverage test read the counters through this
+// alone (server/edge/stats_translation.h).
+template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, StoreStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("hits", stats.hits);
+  visit("misses", stats.misses);
+  visit("puts", stats.puts);
+  visit("bytes", stats.bytes);
+  visit("entries", stats.entries);
+  visit("evictions", stats.evictions);
+  visit("corruptions", stats.corruptions);
+  visit("errors", stats.errors);
+  visit("skipped", stats.skipped);
+}
 
 // The counters of a tier whose operations bump them from any thread, without
 // a lock of their own.

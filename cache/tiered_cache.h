@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cache/cache_source.h"
@@ -36,12 +38,33 @@ struct TierStats {
   uint64_t failed_operations() const { return std::max(store.errors, failures); }
 };
 
+// A tier's counters as the wire reports them, by name (kjit.v1.TierStats):
+// the store's, with `errors` being failed_operations(), and `answered`.
+// Values, not references: `errors` is computed.
+template <typename Visit>
+void for_each_counter(const TierStats& tier, Visit&& visit) {
+  StoreStats reported = tier.store;
+  reported.errors = tier.failed_operations();
+  for_each_counter(std::as_const(reported), visit);
+  visit("answered", std::as_const(tier.answered));
+}
+
 struct TieredCacheStats {
   std::vector<TierStats> tiers;  // configured tiers, top first
   uint64_t lookups = 0;
   uint64_t misses = 0;          // no tier had the key
   double compile_ms_saved = 0;  // sum of compile_ms over every hit
 };
+
+// The counters of the whole cache, by name (kjit.v1.StatsResponse), the
+// tiers apart: visit(name, counter), counter a reference.
+template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, TieredCacheStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("lookups", stats.lookups);
+  visit("misses", stats.misses);
+  visit("compile_ms_saved", stats.compile_ms_saved);
+}
 
 class TieredCache {
  public:

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "client/cache_stats_wire.h"
 #include "client/client_impl.h"
 #include "client/compile_request_wire.h"
 #include "convert/wire_convert.h"
@@ -268,21 +269,7 @@ Result<CacheStats> Client::cache_stats() const {
   v1::StatsResponse response;
   grpc::Status status = impl_->cache->Stats(&context, v1::StatsRequest(), &response);
   if (!status.ok()) return from_grpc_status(status, context);
-  CacheStats stats;
-  for (const v1::TierStats& t : response.tiers())
-    stats.tiers.push_back({t.tier(), t.hits(), t.misses(), t.puts(), t.bytes(), t.entries(), t.evictions(),
-                           t.corruptions(), t.errors(), t.skipped(), t.answered()});
-  stats.lookups = response.lookups();
-  stats.misses = response.misses();
-  stats.compiles = response.compiles();
-  stats.joined = response.joined();
-  stats.fleet_waits = response.fleet_waits();
-  stats.lease_timeouts = response.lease_timeouts();
-  stats.compile_ms_saved = response.compile_ms_saved();
-  const v1::BlobStats& blobs = response.blobs();
-  stats.blobs = {blobs.puts(),   blobs.put_bytes(),  blobs.gets(),       blobs.hits(),
-                 blobs.misses(), blobs.groups_put(), blobs.group_gets(), blobs.group_hits()};
-  return stats;
+  return to_cache_stats(response);
 }
 
 Result<std::vector<CacheListing>> Client::cache_list(uint32_t limit) const {

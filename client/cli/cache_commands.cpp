@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/cache_key.h"
+#include "client/cli/cache_stats_output.h"
 #include "client/cli/exit_codes.h"
 #include "kjit/client.h"
 
@@ -52,41 +53,10 @@ Result<ExplainSide> side_of(const std::string& what, const CompileArgs& flags) {
 
 
 int print_stats(const CacheStats& stats, bool json) {
-  if (json) {
-    nlohmann::json tiers = nlohmann::json::array();
-    for (const CacheTierStats& t : stats.tiers)
-      tiers.push_back({{"tier", t.tier}, {"hits", t.hits}, {"misses", t.misses}, {"puts", t.puts}, {"bytes", t.bytes},
-                       {"entries", t.entries}, {"evictions", t.evictions}, {"corruptions", t.corruptions},
-                       {"errors", t.errors}, {"skipped", t.skipped}, {"answered", t.answered}});
-    std::cout << nlohmann::json{{"tiers", tiers}, {"lookups", stats.lookups}, {"misses", stats.misses},
-                                {"compiles", stats.compiles}, {"joined", stats.joined},
-                                {"fleet_waits", stats.fleet_waits}, {"lease_timeouts", stats.lease_timeouts},
-                                {"compile_ms_saved", stats.compile_ms_saved},
-                                {"blobs",
-                                 {{"puts", stats.blobs.puts}, {"put_bytes", stats.blobs.put_bytes},
-                                  {"gets", stats.blobs.gets}, {"hits", stats.blobs.hits},
-                                  {"misses", stats.blobs.misses}, {"groups_put", stats.blobs.groups_put},
-                                  {"group_gets", stats.blobs.group_gets}, {"group_hits", stats.blobs.group_hits}}}}
-                     .dump()
-              << std::endl;
-    return k_exit_ok;
-  }
-  std::printf("%-7s %9s %9s %8s %12s %9s %9s %11s %7s\n", "tier", "hits", "misses", "puts", "bytes", "entries",
-              "evictions", "corruptions", "errors");
-  for (const CacheTierStats& t : stats.tiers)
-    std::printf("%-7s %9llu %9llu %8llu %12llu %9llu %9llu %11llu %7llu\n", t.tier.c_str(), (unsigned long long)t.hits,
-                (unsigned long long)t.misses, (unsigned long long)t.puts, (unsigned long long)t.bytes,
-                (unsigned long long)t.entries, (unsigned long long)t.evictions, (unsigned long long)t.corruptions,
-                (unsigned long long)(t.errors + t.skipped));
-  std::printf("lookups %llu, misses %llu, compiles %llu (joined %llu, waited on other daemons %llu), compile time saved %.1f s\n",
-              (unsigned long long)stats.lookups, (unsigned long long)stats.misses, (unsigned long long)stats.compiles,
-              (unsigned long long)stats.joined, (unsigned long long)stats.fleet_waits, stats.compile_ms_saved / 1000);
-  const CacheBlobStats& b = stats.blobs;
-  std::printf("client blobs: puts %llu (%llu bytes), gets %llu (hits %llu, misses %llu), groups put %llu, "
-              "group gets %llu (whole %llu)\n",
-              (unsigned long long)b.puts, (unsigned long long)b.put_bytes, (unsigned long long)b.gets,
-              (unsigned long long)b.hits, (unsigned long long)b.misses, (unsigned long long)b.groups_put,
-              (unsigned long long)b.group_gets, (unsigned long long)b.group_hits);
+  if (json)
+    std::cout << cache_stats_json(stats) << std::endl;
+  else
+    std::cout << cache_stats_text(stats) << std::flush;
   return k_exit_ok;
 }
 

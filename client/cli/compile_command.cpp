@@ -11,6 +11,9 @@
 #include "client/cli/compile_json.h"
 #include "client/cli/exit_codes.h"
 #include "client/include_resolver.h"
+#include "convert/input_kind_names.h"
+#include "convert/wire_convert.h"
+#include "core/input_kinds.h"
 #include "kjit/client.h"
 
 namespace kjit::cli {
@@ -24,17 +27,15 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
   return content.str();
 }
 
+// --kind, or else the file's extension, read as the Python client reads them:
+// names, aliases and extensions come from the wire's InputKind descriptor.
 std::optional<InputKind> kind_of(const CompileArgs& args) {
-  if (!args.kind.empty()) return parse_input_kind(args.kind);
-  std::string ext = std::filesystem::path(args.file).extension().string();
-  if (ext == ".cu" || ext == ".cuh") return InputKind::cuda_source;
-  if (ext == ".ptx") return InputKind::ptx;
-  if (ext == ".hip") return InputKind::hip_source;
-  if (ext == ".ll") return InputKind::llvm_ir;
-  if (ext == ".bc") return InputKind::llvm_bitcode;
-  return std::nullopt;
+  std::string extension = std::filesystem::path(args.file).extension().string();
+  std::optional<v1::InputKind> wire =
+      args.kind.empty() ? wire_input_kind_of_extension(extension) : parse_wire_input_kind(args.kind);
+  if (!wire) return std::nullopt;
+  return from_proto(*wire);
 }
-
 
 }  // namespace
 
@@ -42,7 +43,7 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
   CLI::App* cmd = app.add_subcommand(
       "compile", "compile CUDA C++ (.cu), PTX (.ptx) or LLVM IR (.ll, .bc) to a cubin, or HIP (.hip) or LLVM IR to an "
                  "AMD code object (hsaco) for a hip: target");
-  cmd->add_option("file", args.file, "input file (.cu, .hip, .ptx, .ll, .bc)")->required();
+  cmd->add_option("file", args.file, "input file (" + wire_input_kind_extensions() + ")")->required();
   cmd->add_option("--target,-t", args.target,
                   "target, e.g. cuda:90 or hip:gfx90a (default: the daemon's); several, comma-separated, give a "
                   "fatbin (cuda:80,cuda:90,cuda:100) or a code-object bundle (hip:gfx90a,hip:gfx942)");
@@ -55,7 +56,8 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
   cmd->add_option("--name-expr", args.name_expressions, "a template instantiation to compile, e.g. 'scale<float>'");
   cmd->add_option("--option,-X", args.options, "a compiler option to pass, e.g. -X=-lineinfo");
   cmd->add_option("--kind", args.kind,
-                  "input kind when the extension does not say: cuda-source, hip-source, ptx, llvm-ir, llvm-bitcode");
+                  "input kind when the extension does not say: " + wire_input_kind_names() +
+                      " (or an alias: " + wire_input_kind_aliases() + ")");
   cmd->add_option("--pipeline", args.pipeline, "a named pipeline from the daemon's configuration or a plugin");
   cmd->add_option("--pass-arg", args.pass_args, "a pass argument PASS.KEY=VALUE, e.g. llvm-passes.pipeline=default<O2>");
   cmd->add_flag("--allow-ptx-fallback", args.allow_ptx_fallback,
@@ -66,8 +68,13 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
 Result<CompileRequest> build_compile_request(const CompileArgs& args) {
   auto usage = [](std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); };
   std::optional<InputKind> kind = kind_of(args);
-  if (!kind)
-    return usage("cannot tell the input kind of '" + args.file + "': use a .cu, .hip, .ptx, .ll or .bc file, or --kind");
+  if (!kind) {
+    if (!args.kind.empty())
+      return usage("unknown input kind '" + args.kind + "'; one of " + wire_input_kind_names() + " (or an alias: " +
+                   wire_input_kind_aliases() + ")");
+    return usage("cannot tell the input kind of '" + args.file + "': its extension is none of " +
+                 wire_input_kind_extensions() + "; use --kind");
+  }
   if (args.ptx && *kind == InputKind::ptx) return usage("--ptx: the input is PTX already");
   std::optional<std::string> source = read_file(args.file);
   if (!source) return usage("cannot read " + args.file);
@@ -101,7 +108,7 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
   for (const std::string& define : args.defines) request.options.push_back("-D" + define);
   request.options.insert(request.options.end(), args.options.begin(), args.options.end());
 
-  if (*kind == InputKind::cuda_source || *kind == InputKind::hip_source) {
+  if (input_kind_info(*kind).source) {
     std::vector<std::filesystem::path> dirs(args.include_dirs.begin(), args.include_dirs.end());
     Result<ResolvedHeaders> headers = resolve_includes(args.file, request.input, dirs);
     if (!headers) return usage(headers.error().message);

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "client/cli/exit_codes.h"
+#include "convert/input_kind_names.h"
+#include "convert/wire_convert.h"
 #include "kjit/client.h"
 
 namespace kjit::cli {
@@ -11,14 +13,17 @@ CLI::App* add_pipeline_command(CLI::App& app, PipelineShowArgs& args, CLI::App**
   CLI::App* cmd = app.add_subcommand("pipeline", "inspect the daemon's pipelines");
   cmd->require_subcommand(1);
   *show = cmd->add_subcommand("show", "print the effective pipeline for an input kind, as TOML");
-  (*show)->add_option("--input", args.input, "cuda-source, hip-source, ptx, llvm-ir, llvm-bitcode");
+  (*show)->add_option("--input", args.input,
+                      wire_input_kind_names() + " (or an alias: " + wire_input_kind_aliases() + ")");
   (*show)->add_option("--target,-t", args.target, "target, e.g. cuda:90 or hip:gfx90a: its vendor picks the default pipeline");
   (*show)->add_option("--pipeline", args.pipeline, "a named pipeline (default: the input's default)");
   return cmd;
 }
 
 int run_pipeline_show(const PipelineShowArgs& args, const Connection& connection) {
-  std::optional<InputKind> input = parse_input_kind(args.input);
+  // The same spellings as compile's --kind, from the wire's descriptor.
+  std::optional<v1::InputKind> wire = parse_wire_input_kind(args.input);
+  std::optional<InputKind> input = wire ? from_proto(*wire) : std::nullopt;
   if (!input) {
     std::fprintf(stderr, "kjit pipeline show: unknown input kind '%s'\n", args.input.c_str());
     return k_exit_usage;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kjit/launch_config.h"
@@ -174,6 +175,53 @@ struct CacheStats {
   double compile_ms_saved = 0;
   CacheBlobStats blobs;
 };
+
+// Every counter of the stats above, each named once, as the wire
+// (kjit.v1.TierStats, BlobStats, StatsResponse) and `kjit cache stats
+// --json` name it: visit(name, counter), counter a uint64_t& or double&
+// (const for const stats), in declaration order. CacheStats' own counters
+// only: its tiers and blobs are visited apart. The client reads the answer
+// into the counters by these names and the CLI prints them from here, so a
+// counter added to the wire and to a struct here needs nothing more.
+template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, CacheTierStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("hits", stats.hits);
+  visit("misses", stats.misses);
+  visit("puts", stats.puts);
+  visit("bytes", stats.bytes);
+  visit("entries", stats.entries);
+  visit("evictions", stats.evictions);
+  visit("corruptions", stats.corruptions);
+  visit("errors", stats.errors);
+  visit("skipped", stats.skipped);
+  visit("answered", stats.answered);
+}
+
+template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, CacheBlobStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("puts", stats.puts);
+  visit("put_bytes", stats.put_bytes);
+  visit("gets", stats.gets);
+  visit("hits", stats.hits);
+  visit("misses", stats.misses);
+  visit("groups_put", stats.groups_put);
+  visit("group_gets", stats.group_gets);
+  visit("group_hits", stats.group_hits);
+}
+
+template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, CacheStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("lookups", stats.lookups);
+  visit("misses", stats.misses);
+  visit("compiles", stats.compiles);
+  visit("joined", stats.joined);
+  visit("fleet_waits", stats.fleet_waits);
+  visit("lease_timeouts", stats.lease_timeouts);
+  visit("compile_ms_saved", stats.compile_ms_saved);
+}
 
 struct CacheListing {
   std::string key;

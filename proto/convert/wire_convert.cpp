@@ -1,27 +1,21 @@
 #include "convert/wire_convert.h"
 
+#include "convert/input_kind_names.h"
+
 namespace kjit {
 
+// Through the names: a wire value is the core's kind of the same canonical
+// name (InputKinds.EveryWireValueHasOneRow holds each side to the other).
 v1::InputKind to_proto(InputKind kind) {
-  switch (kind) {
-    case InputKind::cuda_source: return v1::INPUT_KIND_CUDA_SOURCE;
-    case InputKind::ptx: return v1::INPUT_KIND_PTX;
-    case InputKind::llvm_ir: return v1::INPUT_KIND_LLVM_IR;
-    case InputKind::llvm_bitcode: return v1::INPUT_KIND_LLVM_BITCODE;
-    case InputKind::hip_source: return v1::INPUT_KIND_HIP_SOURCE;
-  }
+  for (const WireInputKind& wire : wire_input_kinds())
+    if (wire.name == to_string(kind)) return wire.value;
   return v1::INPUT_KIND_UNSPECIFIED;
 }
 
 std::optional<InputKind> from_proto(v1::InputKind kind) {
-  switch (kind) {
-    case v1::INPUT_KIND_CUDA_SOURCE: return InputKind::cuda_source;
-    case v1::INPUT_KIND_PTX: return InputKind::ptx;
-    case v1::INPUT_KIND_LLVM_IR: return InputKind::llvm_ir;
-    case v1::INPUT_KIND_LLVM_BITCODE: return InputKind::llvm_bitcode;
-    case v1::INPUT_KIND_HIP_SOURCE: return InputKind::hip_source;
-    default: return std::nullopt;
-  }
+  for (const WireInputKind& wire : wire_input_kinds())
+    if (wire.value == kind) return parse_input_kind(wire.name);
+  return std::nullopt;
 }
 
 v1::ArtifactKind to_proto(ArtifactKind kind) {

@@ -11,7 +11,6 @@
 namespace kjit {
 namespace {
 
-constexpr std::string_view k_namespace_marker = "-n-";
 constexpr size_t k_max_name = 32;
 
 Error bad(const std::string& path, const std::string& what) {
@@ -95,22 +94,6 @@ std::optional<Tenant> TenantRegistry::find_by_token(std::string_view token) cons
   auto found = by_digest_.find(sha256_hex(token));
   if (found == by_digest_.end()) return std::nullopt;
   return tenants_[found->second];
-}
-
-std::string namespaced_key(std::string_view key, std::string_view ns) {
-  std::string out(key);
-  if (ns.empty()) return out;
-  out += k_namespace_marker;
-  out += ns;
-  return out;
-}
-
-NamespacedKey split_namespaced_key(std::string_view stored) {
-  // Bare keys (compile keys, blob keys) never hold the marker: they are hex
-  // digits with at most a "-blob" suffix.
-  const size_t marker = stored.find(k_namespace_marker);
-  if (marker == std::string_view::npos) return {{}, stored};
-  return {stored.substr(marker + k_namespace_marker.size()), stored.substr(0, marker)};
 }
 
 }  // namespace kjit

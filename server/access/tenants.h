@@ -50,18 +50,4 @@ inline constexpr std::string_view k_operator_label = "(operator)";
 // Whether text may name a tenant or a namespace.
 bool is_tenant_name(std::string_view text);
 
-// The key an entry of namespace `ns` is stored under in every tier: the key
-// itself in the default namespace (""), else "<key>-n-<ns>", so no tenant's
-// entry can be found under another namespace's key, and a listing can tell
-// whose an entry is.
-std::string namespaced_key(std::string_view key, std::string_view ns);
-
-// The namespace and the bare key of a stored key; the default namespace for
-// keys without the marker.
-struct NamespacedKey {
-  std::string_view ns;
-  std::string_view key;
-};
-NamespacedKey split_namespaced_key(std::string_view stored);
-
 }  // namespace kjit

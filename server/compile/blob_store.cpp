@@ -5,7 +5,6 @@
 #include <ctime>
 
 #include "pipeline/cache_key.h"
-#include "server/access/tenants.h"
 
 namespace kjit {
 namespace {
@@ -84,8 +83,7 @@ bool is_blob_cache_key(std::string_view text) {
          is_key_hex(text.substr(0, 64));
 }
 
-BlobStore::BlobStore(TieredCache::Tiers tiers, uint64_t max_blob_bytes)
-    : tiers_(std::move(tiers)), max_blob_bytes_(max_blob_bytes) {}
+BlobStore::BlobStore(uint64_t max_blob_bytes) : max_blob_bytes_(max_blob_bytes) {}
 
 Status BlobStore::check_identity(std::string_view ns, std::string_view key, std::string_view name) const {
   if (Status s = check_blob_field("namespace", ns, false); !s) return s;
@@ -93,17 +91,15 @@ Status BlobStore::check_identity(std::string_view ns, std::string_view key, std:
   return check_blob_field("name", name, true);
 }
 
-std::optional<BlobHit> BlobStore::lookup(std::string_view tenant_ns, const BlobIdentity& identity) {
-  const std::string cache_key =
-      namespaced_key(blob_cache_key(identity.kind, identity.ns, identity.key, identity.name), tenant_ns);
-  std::optional<CacheHit> hit = tiers_.get(cache_key);
+std::optional<BlobHit> BlobStore::lookup(const NamespacedCache& blobs, const BlobIdentity& identity) {
+  std::optional<CacheHit> hit = blobs.get(blob_cache_key(identity.kind, identity.ns, identity.key, identity.name));
   // Anything else under this key (no blob marker, another identity) is
   // not this blob; it is left alone, as its owner may still want it.
   if (!hit || !hit->entry->blob || *hit->entry->blob != identity) return std::nullopt;
   return BlobHit{std::move(hit->entry), hit->tier};
 }
 
-Result<std::string> BlobStore::put(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+Result<std::string> BlobStore::put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                                    std::string_view name, std::string data) {
   if (Status s = check_identity(ns, key, name); !s) return s.error();
   if (data.size() > max_blob_bytes_)
@@ -113,27 +109,27 @@ Result<std::string> BlobStore::put(std::string_view tenant_ns, std::string_view 
   CacheEntry entry;
   entry.blob = BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)};
   std::string cache_key = blob_cache_key(k_blob_kind, ns, key, name);
-  entry.key = namespaced_key(cache_key, tenant_ns);
+  entry.key = cache_key;
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   const uint64_t size = data.size();
   entry.artifact.bytes = std::move(data);
-  tiers_.put(std::move(entry));
+  blobs.put(std::move(entry));
   ++puts_;
   put_bytes_ += size;
   return cache_key;
 }
 
-Result<std::optional<BlobHit>> BlobStore::get(std::string_view tenant_ns, std::string_view ns, std::string_view key,
-                                              std::string_view name) {
+Result<std::optional<BlobHit>> BlobStore::get(const NamespacedCache& blobs, std::string_view ns,
+                                              std::string_view key, std::string_view name) {
   if (Status s = check_identity(ns, key, name); !s) return s.error();
   ++gets_;
   std::optional<BlobHit> hit =
-      lookup(tenant_ns, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)});
+      lookup(blobs, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)});
   ++(hit ? hits_ : misses_);
   return hit;
 }
 
-Status BlobStore::put_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+Status BlobStore::put_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                             std::string_view group, const std::vector<std::string>& names) {
   if (Status s = check_identity(ns, key, group); !s) return s;
   if (names.size() > k_max_blob_group_names)
@@ -143,21 +139,21 @@ Status BlobStore::put_group(std::string_view tenant_ns, std::string_view ns, std
     if (Status s = check_blob_field("name", name, true); !s) return s;
   CacheEntry entry;
   entry.blob = BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)};
-  entry.key = namespaced_key(blob_cache_key(k_blob_group_kind, ns, key, group), tenant_ns);
+  entry.key = blob_cache_key(k_blob_group_kind, ns, key, group);
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   entry.artifact.bytes = encode_names(names);
-  tiers_.put(std::move(entry));
+  blobs.put(std::move(entry));
   ++groups_put_;
   return Ok{};
 }
 
-Result<BlobGroupAnswer> BlobStore::get_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
-                                             std::string_view group) {
+Result<BlobGroupAnswer> BlobStore::get_group(const NamespacedCache& blobs, std::string_view ns,
+                                             std::string_view key, std::string_view group) {
   if (Status s = check_identity(ns, key, group); !s) return s.error();
   ++group_gets_;
   BlobGroupAnswer answer;
   std::optional<BlobHit> manifest =
-      lookup(tenant_ns,
+      lookup(blobs,
              BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)});
   if (!manifest) return answer;
   answer.found = true;
@@ -168,7 +164,7 @@ Result<BlobGroupAnswer> BlobStore::get_group(std::string_view tenant_ns, std::st
     if (!check_blob_field("name", name, true)) continue;
     ++gets_;
     std::optional<BlobHit> hit =
-        lookup(tenant_ns, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), name});
+        lookup(blobs, BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), name});
     if (!hit) {
       ++misses_;
       answer.missing.push_back(std::move(name));

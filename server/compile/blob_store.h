@@ -9,8 +9,9 @@
 // recorded identity, so an entry of the other kind (or, against all odds, of
 // another blob) under the same key is a miss.
 //
-// Counting: a TieredCache of its own over the daemon's stores, so blob
-// lookups never show in the compile lookup and miss counts.
+// Storage: a NamespacedCache of blobs (DaemonCache::blobs_in), bound to the
+// caller's namespace, so no caller reads or replaces another namespace's
+// blobs, and blob lookups never show in the compile counts.
 #pragma once
 
 #include <atomic>
@@ -21,8 +22,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/blob_stats.h"
 #include "cache/cache_source.h"
 #include "cache/tiered_cache.h"
+#include "server/compile/namespaced_cache.h"
 #include "kjit/status.h"
 
 namespace kjit {
@@ -49,11 +52,6 @@ std::string blob_cache_key(std::string_view kind, std::string_view ns, std::stri
 // Whether text is spelled as blob_cache_key spells keys.
 bool is_blob_cache_key(std::string_view text);
 
-struct BlobStats {
-  uint64_t puts = 0, put_bytes = 0, gets = 0, hits = 0, misses = 0;
-  uint64_t groups_put = 0, group_gets = 0, group_hits = 0;
-};
-
 struct BlobHit {
   std::shared_ptr<const CacheEntry> entry;  // entry->artifact.bytes is the blob
   CacheTier tier;
@@ -68,29 +66,28 @@ struct BlobGroupAnswer {
 
 class BlobStore {
  public:
-  BlobStore(TieredCache::Tiers tiers, uint64_t max_blob_bytes);
+  explicit BlobStore(uint64_t max_blob_bytes);
 
   // Fields are validated here, so every caller gets the same errors.
-  // `tenant_ns` is the caller's cache namespace (tenants.h): blobs are
-  // stored under namespaced keys, so no tenant reads another's.
-  Result<std::string> put(std::string_view tenant_ns, std::string_view ns, std::string_view key, std::string_view name,
-                          std::string data);
-  Result<std::optional<BlobHit>> get(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+  // `blobs` is the caller's view of the blob entries: its namespace, not
+  // `ns` (the client's own grouping), decides whose blobs these are.
+  Result<std::string> put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
+                          std::string_view name, std::string data);
+  Result<std::optional<BlobHit>> get(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                                      std::string_view name);
-  Status put_group(std::string_view tenant_ns, std::string_view ns, std::string_view key, std::string_view group,
+  Status put_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key, std::string_view group,
                    const std::vector<std::string>& names);
   // Members are returned while their sum stays within max_blob_bytes (the
   // first always), so an answer is never much larger than one PutBlob.
-  Result<BlobGroupAnswer> get_group(std::string_view tenant_ns, std::string_view ns, std::string_view key,
+  Result<BlobGroupAnswer> get_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                                     std::string_view group);
 
   BlobStats stats() const;
 
  private:
-  std::optional<BlobHit> lookup(std::string_view tenant_ns, const BlobIdentity& identity);
+  std::optional<BlobHit> lookup(const NamespacedCache& blobs, const BlobIdentity& identity);
   Status check_identity(std::string_view ns, std::string_view key, std::string_view name) const;
 
-  TieredCache tiers_;
   uint64_t max_blob_bytes_;
   std::atomic<uint64_t> puts_{0}, put_bytes_{0}, gets_{0}, hits_{0}, misses_{0};
   std::atomic<uint64_t> groups_put_{0}, group_gets_{0}, group_hits_{0};

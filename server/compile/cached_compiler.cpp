@@ -94,16 +94,18 @@ Result<PlanMemo::PlanPtr> CachedCompiler::plan(const CompileJob& job) const {
 std::optional<CompileOutcome> CachedCompiler::memory_hit(const CompilePlan& plan, Clock::time_point received,
                                                           std::string_view ns) const {
   if (!cache_) return std::nullopt;
-  std::optional<CacheHit> hit =
-      cache_->tiers->get_from_memory(ns.empty() ? plan.key.hex : namespaced_key(plan.key.hex, ns));
+  std::optional<CacheHit> hit = cache_->compiles_in(std::string(ns)).get_from_memory(plan.key.hex);
   if (!hit) return std::nullopt;
   return hit_outcome(std::move(hit->entry), hit->tier, received);
 }
 
 Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const CompilePlan& plan,
                                                 Clock::time_point received, const CompileScope& scope) const {
-  // Each namespace has its own entries (and its own compile) in every tier.
-  const std::string stored_key = namespaced_key(plan.key.hex, scope.ns);
+  // Each namespace has its own entries (and its own compile) in every tier;
+  // requests wait on the same flight as the cache names it.
+  const std::optional<NamespacedCache> entries =
+      cache_ ? std::optional(cache_->compiles_in(std::string(scope.ns))) : std::nullopt;
+  const std::string stored_key = entries ? entries->stored_key(plan.key.hex) : plan.key.hex;
   // This request waits on the key's compile until it returns.
   std::unordered_multimap<std::string, const std::function<bool()>*>::iterator interest;
   {
@@ -124,11 +126,10 @@ Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const Comp
     if (!artifact) return artifact.error();
     return compiled_outcome(std::make_shared<const Artifact>(std::move(artifact.value())));
   }
-  Result<CacheOutcome> outcome = cache_->once->get_or_compile(stored_key, [&]() -> Result<CacheEntry> {
+  Result<CacheOutcome> outcome = entries->get_or_compile(plan.key.hex, [&]() -> Result<CacheEntry> {
     Result<Artifact> artifact = run(job, plan, scope, is_abandoned);
     if (!artifact) return artifact.error();
     CacheEntry entry;
-    entry.key = stored_key;
     for (const StageTiming& stage : artifact->timings) entry.compile_ms += stage.ms;
     entry.artifact = std::move(artifact.value());
     return entry;

@@ -9,12 +9,12 @@
 
 namespace kjit {
 
-std::shared_ptr<DaemonCache> open_daemon_cache(const CacheConfig& config) {
+std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
   if (!config.enabled) {
     spdlog::info("compile cache off: every request compiles");
     return nullptr;
   }
-  auto cache = std::make_shared<DaemonCache>();
+  std::shared_ptr<DaemonCache> cache(new DaemonCache);
   TieredCache::Tiers tiers;
   std::shared_ptr<LeaseStore> leases;  // null without Redis: one compile per key in this daemon only
   if (config.memory_bytes > 0) {
@@ -31,8 +31,8 @@ std::shared_ptr<DaemonCache> open_daemon_cache(const CacheConfig& config) {
     options.max_bytes = config.disk_bytes;
     Result<std::unique_ptr<DiskStore>> disk = DiskStore::open(options);
     if (disk) {
-      cache->disk = std::move(disk.value());
-      tiers.disk = cache->disk;
+      cache->disk_ = std::move(disk.value());
+      tiers.disk = cache->disk_;
       spdlog::info("disk cache at {} (bound {} bytes)", options.directory, options.max_bytes);
     } else {
       spdlog::warn("disk cache off: {}", disk.error().message);
@@ -53,17 +53,41 @@ std::shared_ptr<DaemonCache> open_daemon_cache(const CacheConfig& config) {
     // One connection pool and breaker for the tier and the leases: an outage
     // seen by either skips both.
     auto redis = std::make_shared<RedisConnection>(options);
-    cache->redis =
+    cache->redis_ =
         std::make_shared<RedisStore>(redis, RedisStore::Options{.ttl = std::chrono::seconds(config.redis_ttl_seconds)});
-    tiers.redis = cache->redis;
+    tiers.redis = cache->redis_;
     leases = std::make_shared<RedisLeases>(redis);
     spdlog::info("redis cache at {} (ttl {} s)", config.redis, config.redis_ttl_seconds);
   }
-  cache->tiers = std::make_shared<TieredCache>(tiers);
+  cache->tiers_ = std::make_shared<TieredCache>(tiers);
+  cache->blob_tiers_ = std::make_shared<TieredCache>(tiers);
   CompileCoalescer::Options once;
   once.max_wait = std::chrono::milliseconds(config.lease_wait_ms);
-  cache->once = std::make_shared<CompileCoalescer>(cache->tiers, std::move(leases), once);
+  cache->once_ = std::make_shared<CompileCoalescer>(cache->tiers_, std::move(leases), once);
   return cache;
+}
+
+NamespacedCache DaemonCache::compiles_in(std::string ns) const {
+  return NamespacedCache(tiers_.get(), disk_.get(), once_.get(), std::move(ns));
+}
+
+NamespacedCache DaemonCache::blobs_in(std::string ns) const {
+  return NamespacedCache(blob_tiers_.get(), disk_.get(), nullptr, std::move(ns));
+}
+
+Result<DiskStore::VerifyReport> DaemonCache::verify_disk() const {
+  if (!disk_) return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon");
+  return disk_->verify();
+}
+
+Result<DiskStore::GcReport> DaemonCache::gc_disk(uint64_t max_bytes) const {
+  if (!disk_) return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon");
+  return disk_->gc(max_bytes);
+}
+
+std::optional<DaemonCache::DiskLayout> DaemonCache::disk_layout() const {
+  if (!disk_) return std::nullopt;
+  return DiskLayout{disk_->root(), disk_->touch_interval()};
 }
 
 }  // namespace kjit

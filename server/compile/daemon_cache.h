@@ -1,27 +1,64 @@
 // The daemon's cache, assembled from its configuration: the memory, disk and
 // Redis tiers, and the coalescer that lets one compile per key run across
 // requests and daemons.
+//
+// Its stores are private: callers reach entries through a NamespacedCache
+// bound to one namespace, or, for what spans every namespace (verify, a
+// whole-tier gc, the counters), through the few methods here.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "cache/compile_coalescer.h"
 #include "cache/disk_store.h"
 #include "cache/redis_store.h"
 #include "cache/tiered_cache.h"
+#include "server/compile/namespaced_cache.h"
 #include "server/config/daemon_config.h"
 
 namespace kjit {
 
-struct DaemonCache {
-  std::shared_ptr<TieredCache> tiers;
-  std::shared_ptr<DiskStore> disk;    // null when the disk tier is off
-  std::shared_ptr<RedisStore> redis;  // null when the Redis tier is off
-  std::shared_ptr<CompileCoalescer> once;
+class DaemonCache {
+ public:
+  // Null when the cache is turned off. A tier that cannot be opened (an
+  // unwritable directory) is logged and left out, never fatal.
+  static std::shared_ptr<DaemonCache> open(const CacheConfig& config);
+
+  // Compile entries of namespace ns.
+  NamespacedCache compiles_in(std::string ns) const;
+  // Client blobs of namespace ns: the same stores, counted apart from
+  // compiles, so blob lookups never show in the compile lookup and miss
+  // counts.
+  NamespacedCache blobs_in(std::string ns) const;
+
+  TieredCacheStats stats() const { return tiers_->stats(); }
+  CoalescerStats coalescer_stats() const { return once_->stats(); }
+
+  // The disk tier across every namespace: for the local operator only.
+  bool has_disk() const { return disk_ != nullptr; }
+  Result<DiskStore::VerifyReport> verify_disk() const;
+  Result<DiskStore::GcReport> gc_disk(uint64_t max_bytes) const;
+  // Where direct readers find the disk tier, when it is on.
+  struct DiskLayout {
+    std::string root;
+    std::chrono::milliseconds touch_interval;
+  };
+  std::optional<DiskLayout> disk_layout() const;
+
+ private:
+  DaemonCache() = default;  // open() builds it, every store in place
+
+  std::shared_ptr<TieredCache> tiers_;
+  std::shared_ptr<TieredCache> blob_tiers_;  // the same stores, with counters of their own
+  std::shared_ptr<DiskStore> disk_;          // null when the disk tier is off
+  std::shared_ptr<RedisStore> redis_;        // null when the Redis tier is off
+  std::shared_ptr<CompileCoalescer> once_;
 };
 
-// Null when the cache is turned off. A tier that cannot be opened (an
-// unwritable directory) is logged and left out, never fatal.
-std::shared_ptr<DaemonCache> open_daemon_cache(const CacheConfig& config);
+// DaemonCache::open, by its older name.
+inline std::shared_ptr<DaemonCache> open_daemon_cache(const CacheConfig& config) { return DaemonCache::open(config); }
 
 }  // namespace kjit

@@ -190,8 +190,8 @@ Status Daemon::start() {
   if (metrics_) {
     MetricsSources sources;
     if (cache) {
-      sources.cache = [cache] { return cache->tiers->stats(); };
-      sources.coalescer = [cache] { return cache->once->stats(); };
+      sources.cache = [cache] { return cache->stats(); };
+      sources.coalescer = [cache] { return cache->coalescer_stats(); };
     }
     if (const BlobStore* blobs = cache_service_->blobs()) sources.blobs = [blobs] { return blobs->stats(); };
     if (workers_) sources.workers = [workers = workers_] { return workers->counters(); };
@@ -263,13 +263,15 @@ Status Daemon::start() {
 // is what the socket would answer them: a tokenless request on the socket is
 // the local operator, in the default namespace.
 void Daemon::publish_direct_reads(const DaemonCache* cache) {
-  if (!config_.cache.direct_reads || !cache || !cache->disk) return;
+  if (!config_.cache.direct_reads || !cache) return;
+  const std::optional<DaemonCache::DiskLayout> disk = cache->disk_layout();
+  if (!disk) return;
   if (config_.socket_requires_token) return;
   DirectReadManifest manifest;
   manifest.socket_path = socket_path_;
-  manifest.disk_root = cache->disk->root();
+  manifest.disk_root = disk->root;
   manifest.ns = "";
-  manifest.touch_interval_ms = cache->disk->touch_interval().count();
+  manifest.touch_interval_ms = disk->touch_interval.count();
   if (Status s = write_direct_read_manifest(manifest); !s)
     spdlog::warn("no direct reads: {}", s.error().message);
   else

@@ -26,7 +26,7 @@ class CompileWorkers;
 class CompileAdmission;
 class CallGate;
 class Metrics;
-struct DaemonCache;
+class DaemonCache;
 
 class Daemon {
  public:

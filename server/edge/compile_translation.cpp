@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "convert/wire_convert.h"
+#include "core/input_kinds.h"
 #include "pipeline/compile_options.h"
 #include "pipeline/hip_options.h"
 
@@ -25,15 +26,7 @@ bool has_nul(std::string_view text) { return text.find('\0') != std::string_view
 std::string display_name(const std::string& given, InputKind kind) {
   size_t slash = given.find_last_of("/\\");
   std::string name = slash == std::string::npos ? given : given.substr(slash + 1);
-  if (name.empty() || name == "." || name == "..") {
-    switch (kind) {
-      case InputKind::ptx: name = "input.ptx"; break;
-      case InputKind::llvm_ir: name = "input.ll"; break;
-      case InputKind::llvm_bitcode: name = "input.bc"; break;
-      case InputKind::hip_source: name = "input.hip"; break;
-      default: name = "input.cu"; break;
-    }
-  }
+  if (name.empty() || name == "." || name == "..") name = input_kind_info(kind).default_file_name;
   if (name.size() > k_max_name_bytes) {
     // Cut before a character, not inside one: the name travels on in proto
     // strings, which must stay UTF-8.
@@ -44,19 +37,28 @@ std::string display_name(const std::string& given, InputKind kind) {
   return name;
 }
 
+// "cuda-source, ptx, llvm-ir, llvm-bitcode or hip-source"
+std::string kind_names() {
+  std::string names;
+  std::span<const InputKindInfo> kinds = input_kinds();
+  for (size_t i = 0; i < kinds.size(); ++i)
+    names += std::string(i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + std::string(kinds[i].name);
+  return names;
+}
+
 }  // namespace
 
 Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config) {
   CompileJob job;
   std::optional<InputKind> kind = from_proto(request.input().kind());
-  if (!kind) return invalid("input.kind is required: cuda-source, ptx, llvm-ir, llvm-bitcode or hip-source");
+  if (!kind) return invalid("input.kind is required: " + kind_names());
   job.input_kind = *kind;
+  const InputKindInfo& kind_info = input_kind_info(job.input_kind);
 
   const std::string& data = request.input().data();
   if (data.empty()) return invalid("the input is empty");
   if (data.size() > config.max_input_bytes) return too_large("the input", data.size(), config.max_input_bytes, "max_input_bytes");
-  bool is_text = job.input_kind != InputKind::llvm_bitcode;
-  if (is_text && has_nul(data))
+  if (kind_info.text && has_nul(data))
     return invalid("the input contains a NUL byte; " + std::string(to_string(job.input_kind)) + " input must be text");
   job.input = data;
   job.input_name = display_name(request.input().name(), job.input_kind);
@@ -80,7 +82,7 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
     if (!checked) return checked.error();
     job.options = std::move(checked->normalized);
   }
-  const bool source = job.input_kind == InputKind::cuda_source || job.input_kind == InputKind::hip_source;
+  const bool source = kind_info.source;
 
   if (static_cast<uint64_t>(request.headers_size()) > config.max_headers)
     return make_error(ErrorCode::resource_exhausted, std::to_string(request.headers_size()) +

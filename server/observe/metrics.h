@@ -18,7 +18,7 @@ namespace kjit {
 
 struct TieredCacheStats;   // cache/tiered_cache.h
 struct CoalescerStats;     // cache/compile_coalescer.h
-struct BlobStats;          // server/compile/blob_store.h
+struct BlobStats;          // cache/blob_stats.h
 struct WorkerCounters;     // server/workers/compile_workers.h
 struct AdmissionSnapshot;  // server/compile/compile_admission.h
 

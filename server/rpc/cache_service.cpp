@@ -4,8 +4,9 @@
 
 #include "pipeline/cache_key.h"
 #include "server/edge/compile_translation.h"
+#include "server/edge/stats_translation.h"
 #include "server/edge/status_mapping.h"
-#include "server/access/tenants.h"
+#include "server/rpc/caller_cache.h"
 
 namespace kjit {
 namespace {
@@ -17,47 +18,14 @@ Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk c
 
 CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<CallGate> gate)
     : compiler_(std::move(compiler)), gate_(gate ? std::move(gate) : std::make_shared<CallGate>(CallGate::Options{})) {
-  if (DaemonCache* cache = compiler_->cache())
-    blobs_ = std::make_unique<BlobStore>(cache->tiers->shared_tiers(), compiler_->config().max_blob_bytes);
+  if (compiler_->cache()) blobs_ = std::make_unique<BlobStore>(compiler_->config().max_blob_bytes);
 }
 
 grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRequest*, v1::StatsResponse* response) {
   return gate_->serve(context, "Stats", [&](const Caller&) -> grpc::Status {
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
-    TieredCacheStats stats = cache->tiers->stats();
-    for (const TierStats& tier : stats.tiers) {
-      v1::TierStats* out = response->add_tiers();
-      out->set_tier(std::string(to_string(tier.tier)));
-      out->set_hits(tier.store.hits);
-      out->set_misses(tier.store.misses);
-      out->set_puts(tier.store.puts);
-      out->set_bytes(tier.store.bytes);
-      out->set_entries(tier.store.entries);
-      out->set_evictions(tier.store.evictions);
-      out->set_corruptions(tier.store.corruptions);
-      out->set_errors(tier.failed_operations());
-      out->set_skipped(tier.store.skipped);
-      out->set_answered(tier.answered);
-    }
-    response->set_lookups(stats.lookups);
-    response->set_misses(stats.misses);
-    response->set_compile_ms_saved(stats.compile_ms_saved);
-    CoalescerStats once = cache->once->stats();
-    response->set_compiles(once.compiles);
-    response->set_joined(once.joined);
-    response->set_fleet_waits(once.fleet_waits);
-    response->set_lease_timeouts(once.lease_timeouts);
-    BlobStats blobs = blobs_->stats();
-    v1::BlobStats* out = response->mutable_blobs();
-    out->set_puts(blobs.puts);
-    out->set_put_bytes(blobs.put_bytes);
-    out->set_gets(blobs.gets);
-    out->set_hits(blobs.hits);
-    out->set_misses(blobs.misses);
-    out->set_groups_put(blobs.groups_put);
-    out->set_group_gets(blobs.group_gets);
-    out->set_group_hits(blobs.group_hits);
+    *response = to_stats_response(cache->stats(), cache->coalescer_stats(), blobs_->stats());
     return grpc::Status::OK;
   });
 }
@@ -66,17 +34,14 @@ grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequ
   return gate_->serve(context, "List", [&](const Caller& caller) -> grpc::Status {
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
-    if (!cache->disk) return to_grpc_status(disk_off(), *context);
-    Result<std::vector<StoredKey>> keys = cache->disk->list();
+    // A caller sees its own namespace's entries, under the keys it knows.
+    Result<std::vector<StoredKey>> keys = compiles_of(*cache, caller).list();
     if (!keys) return to_grpc_status(keys.error(), *context);
     std::sort(keys->begin(), keys->end(), [](const StoredKey& a, const StoredKey& b) { return a.last_access_unix > b.last_access_unix; });
     for (const StoredKey& key : *keys) {
       if (request->limit() && static_cast<uint32_t>(response->entries_size()) >= request->limit()) break;
-      // A caller sees its own namespace's entries, under the keys it knows.
-      const NamespacedKey stored = split_namespaced_key(key.key);
-      if (stored.ns != caller.ns) continue;
       v1::CacheListing* out = response->add_entries();
-      out->set_key(std::string(stored.key));
+      out->set_key(key.key);
       out->set_bytes(key.bytes);
       out->set_last_access_unix(key.last_access_unix);
     }
@@ -91,7 +56,7 @@ grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::Remove
     // `kjit cache ls` lists blobs too, so `kjit cache rm` takes their keys.
     if (!is_blob_cache_key(request->key()))
       if (Status spelled = check_key_spelling(request->key()); !spelled) return to_grpc_status(spelled.error(), *context);
-    cache->tiers->remove(namespaced_key(request->key(), caller.ns));
+    compiles_of(*cache, caller).remove(request->key());
     return grpc::Status::OK;
   });
 }
@@ -100,14 +65,11 @@ grpc::Status CacheService::Gc(grpc::ServerContext* context, const v1::GcRequest*
   return gate_->serve(context, "Gc", [&](const Caller& caller) -> grpc::Status {
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
-    if (!cache->disk) return to_grpc_status(disk_off(), *context);
+    if (!cache->has_disk()) return to_grpc_status(disk_off(), *context);
     // A tenant collects its own namespace (down to max_bytes of its own);
     // the local operator the whole tier.
-    Result<DiskStore::GcReport> report =
-        caller.is_operator() ? cache->disk->gc(request->max_bytes())
-                             : cache->disk->gc(request->max_bytes(), [&caller](std::string_view key) {
-                                 return split_namespaced_key(key).ns == caller.ns;
-                               });
+    Result<DiskStore::GcReport> report = caller.is_operator() ? cache->gc_disk(request->max_bytes())
+                                                              : compiles_of(*cache, caller).gc(request->max_bytes());
     if (!report) return to_grpc_status(report.error(), *context);
     response->set_removed_entries(report->removed_entries);
     response->set_removed_bytes(report->removed_bytes);
@@ -121,12 +83,12 @@ grpc::Status CacheService::Verify(grpc::ServerContext* context, const v1::Verify
   return gate_->serve(context, "Verify", [&](const Caller& caller) -> grpc::Status {
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
-    if (!cache->disk) return to_grpc_status(disk_off(), *context);
+    if (!cache->has_disk()) return to_grpc_status(disk_off(), *context);
     if (!caller.is_operator())
       return to_grpc_status(make_error(ErrorCode::permission_denied,
                                        "cache verify reads every tenant's entries; only the local operator may run it"),
                             *context);
-    Result<DiskStore::VerifyReport> report = cache->disk->verify();
+    Result<DiskStore::VerifyReport> report = cache->verify_disk();
     if (!report) return to_grpc_status(report.error(), *context);
     response->set_checked(report->checked);
     response->set_removed(report->removed);
@@ -144,7 +106,7 @@ Result<CacheKey> CacheService::key_of(const v1::ExplainSide& side, const Caller&
   if (Status spelled = check_key_spelling(key); !spelled) return spelled.error();
   DaemonCache* cache = compiler_->cache();
   if (!cache) return cache_off();
-  std::optional<CacheHit> hit = cache->tiers->get(namespaced_key(key, caller.ns));
+  std::optional<CacheHit> hit = compiles_of(*cache, caller).get(key);
   if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key " + key);
   return CacheKey{hit->entry->artifact.key_components, key};
 }
@@ -184,7 +146,7 @@ grpc::Status CacheService::PutBlob(grpc::ServerContext* context, const v1::PutBl
   return gate_->serve(context, "PutBlob", [&](const Caller& caller) -> grpc::Status {
     if (!blobs_) return to_grpc_status(cache_off(), *context);
     // The request is const: its data is copied once, into the entry.
-    Result<std::string> key = blobs_->put(caller.ns, request->namespace_(), request->key(), request->name(), request->data());
+    Result<std::string> key = blobs_->put(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->name(), request->data());
     if (!key) return to_grpc_status(key.error(), *context);
     response->set_cache_key(std::move(*key));
     return grpc::Status::OK;
@@ -195,7 +157,7 @@ grpc::Status CacheService::GetBlob(grpc::ServerContext* context, const v1::GetBl
                                    v1::GetBlobResponse* response) {
   return gate_->serve(context, "GetBlob", [&](const Caller& caller) -> grpc::Status {
     if (!blobs_) return to_grpc_status(cache_off(), *context);
-    Result<std::optional<BlobHit>> hit = blobs_->get(caller.ns, request->namespace_(), request->key(), request->name());
+    Result<std::optional<BlobHit>> hit = blobs_->get(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->name());
     if (!hit) return to_grpc_status(hit.error(), *context);
     if (!hit->has_value()) return grpc::Status::OK;
     response->set_found(true);
@@ -210,7 +172,7 @@ grpc::Status CacheService::PutBlobGroup(grpc::ServerContext* context, const v1::
   return gate_->serve(context, "PutBlobGroup", [&](const Caller& caller) -> grpc::Status {
     if (!blobs_) return to_grpc_status(cache_off(), *context);
     std::vector<std::string> names(request->names().begin(), request->names().end());
-    if (Status s = blobs_->put_group(caller.ns, request->namespace_(), request->key(), request->group(), names); !s)
+    if (Status s = blobs_->put_group(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->group(), names); !s)
       return to_grpc_status(s.error(), *context);
     return grpc::Status::OK;
   });
@@ -220,7 +182,7 @@ grpc::Status CacheService::GetBlobGroup(grpc::ServerContext* context, const v1::
                                         v1::GetBlobGroupResponse* response) {
   return gate_->serve(context, "GetBlobGroup", [&](const Caller& caller) -> grpc::Status {
     if (!blobs_) return to_grpc_status(cache_off(), *context);
-    Result<BlobGroupAnswer> answer = blobs_->get_group(caller.ns, request->namespace_(), request->key(), request->group());
+    Result<BlobGroupAnswer> answer = blobs_->get_group(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->group());
     if (!answer) return to_grpc_status(answer.error(), *context);
     response->set_found(answer->found);
     for (const auto& [name, hit] : answer->members) {

@@ -17,7 +17,7 @@
 #include "metadata/ptx_reader.h"
 #include "pipeline/cache_key.h"
 #include "server/edge/status_mapping.h"
-#include "server/access/tenants.h"
+#include "server/rpc/caller_cache.h"
 
 namespace kjit {
 namespace {
@@ -119,7 +119,7 @@ Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSou
     DaemonCache* cache = compiler_->cache();
     if (!cache) return make_error(ErrorCode::failed_precondition, "naming a kernel by cache key needs the compile cache, which is off");
     if (Status spelled = check_key_spelling(source.key()); !spelled) return spelled.error();
-    std::optional<CacheHit> hit = cache->tiers->get(namespaced_key(source.key(), caller.ns));
+    std::optional<CacheHit> hit = compiles_of(*cache, caller).get(source.key());
     if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key '" + source.key() + "'");
     resolved.artifact = shared_artifact(std::move(hit->entry));
   }

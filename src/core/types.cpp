@@ -1,4 +1,5 @@
-// Spellings of the public enums, shared by the CLI, JSON output and logs.
+// Spellings of the public enums, shared by the CLI, JSON output and logs;
+// an input kind's is in its row of core/input_kinds.cpp.
 #include "kjit/types.h"
 
 #include <array>
@@ -6,14 +7,6 @@
 
 namespace kjit {
 namespace {
-
-constexpr std::array<std::pair<InputKind, std::string_view>, 5> k_input_kinds{{
-    {InputKind::cuda_source, "cuda-source"},
-    {InputKind::ptx, "ptx"},
-    {InputKind::llvm_ir, "llvm-ir"},
-    {InputKind::llvm_bitcode, "llvm-bitcode"},
-    {InputKind::hip_source, "hip-source"},
-}};
 
 constexpr std::array<std::pair<ArtifactKind, std::string_view>, 5> k_artifact_kinds{{
     {ArtifactKind::cubin, "cubin"},
@@ -39,12 +32,8 @@ std::optional<Enum> parse_spelling(const Table& table, std::string_view text) {
 
 }  // namespace
 
-std::string_view to_string(InputKind kind) { return spelling_of(k_input_kinds, kind); }
 std::string_view to_string(ArtifactKind kind) { return spelling_of(k_artifact_kinds, kind); }
 
-std::optional<InputKind> parse_input_kind(std::string_view text) {
-  return parse_spelling<InputKind>(k_input_kinds, text);
-}
 std::optional<ArtifactKind> parse_artifact_kind(std::string_view text) {
   return parse_spelling<ArtifactKind>(k_artifact_kinds, text);
 }

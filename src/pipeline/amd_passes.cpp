@@ -138,26 +138,29 @@ std::vector<KeyComponent> hiprtc_key(const CompileJob& job, const CudaToolkit&) 
           {"toolchain.hiprtc", location ? location->version + " " + location->path : "none"}};
 }
 
-void register_amd_passes(PassRegistry& registry) {
-  registry.add({"hiprtc-compile", "1", IrKind::hip_source, IrKind::hsaco, {}, "builtin", run_hiprtc, hiprtc_key});
-  registry.add({"amdgpu-codegen", "1", IrKind::llvm, IrKind::amdgcn_object, {}, "builtin", run_amdgpu_codegen,
-                llvm_toolchain_key});
-  // lld is LLVM's own linker, of the same release.
-  registry.add({"lld-link", "1", IrKind::amdgcn_object, IrKind::hsaco, {}, "builtin", run_lld_link, llvm_toolchain_key});
+namespace {
+
+// What built an artifact, as each pass names its toolchain: "HIPRTC
+// 5.2.21153 (/usr/lib/.../libamdhip64.so.5)", "LLVM 19.1.7 + lld".
+std::string hiprtc_name(const std::string&) {
+  const std::optional<HiprtcLocation>& location = hiprtc_location();
+  return location ? "HIPRTC " + location->version + " (" + location->path + ")" : "HIPRTC (not installed)";
 }
 
-std::string amd_toolchain_description(const PipelineSpec& pipeline) {
-  std::string out;
-  if (has_pass(pipeline, "hiprtc-compile")) {
-    const std::optional<HiprtcLocation>& location = hiprtc_location();
-    out = location ? "HIPRTC " + location->version + " (" + location->path + ")" : "HIPRTC (not installed)";
-  }
-  if (has_pass(pipeline, "amdgpu-codegen")) {
-    if (!out.empty()) out += ", ";
-    out += "LLVM " + llvm_version();
-    if (has_pass(pipeline, "lld-link")) out += " + lld";
-  }
-  return out;
+std::string llvm_name(const std::string&) { return "LLVM " + llvm_version(); }
+
+std::string lld_name(const std::string&) { return "lld"; }
+
+}  // namespace
+
+void register_amd_passes(PassRegistry& registry) {
+  registry.add(
+      {"hiprtc-compile", "1", IrKind::hip_source, IrKind::hsaco, {}, "builtin", run_hiprtc, hiprtc_key, hiprtc_name});
+  registry.add({"amdgpu-codegen", "1", IrKind::llvm, IrKind::amdgcn_object, {}, "builtin", run_amdgpu_codegen,
+                llvm_toolchain_key, llvm_name});
+  // lld is LLVM's own linker, of the same release.
+  registry.add({"lld-link", "1", IrKind::amdgcn_object, IrKind::hsaco, {}, "builtin", run_lld_link, llvm_toolchain_key,
+                lld_name});
 }
 
 }  // namespace kjit

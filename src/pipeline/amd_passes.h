@@ -19,8 +19,4 @@ void register_amd_passes(PassRegistry& registry);
 // Elsewhere (a daemon with compile_workers = 0) HIP source is refused.
 void allow_hiprtc_in_this_process();
 
-// "HIPRTC 5.2.21153 (/usr/lib/.../libamdhip64.so.5)", "LLVM 19.1.7 + lld":
-// what built an artifact, for its description.
-std::string amd_toolchain_description(const PipelineSpec& pipeline);
-
 }  // namespace kjit

@@ -179,8 +179,12 @@ std::vector<KeyComponent> llvm_toolchain_key(const CompileJob& job, const CudaTo
 
 void register_builtin_passes(PassRegistry& registry) {
   // Versions change when a pass's output for the same input can change.
-  registry.add({"nvrtc-compile", "1", IrKind::cuda_source, IrKind::ptx, {}, "builtin", run_nvrtc, nvrtc_key});
-  registry.add({"nvjitlink-link", "1", IrKind::ptx, IrKind::cubin, {}, "builtin", run_nvjitlink, nvjitlink_key});
+  // NVRTC and nvJitLink are the routed CUDA toolkit's: the artifact names it.
+  auto the_cuda_toolkit = [](const std::string& cuda_toolkit) { return cuda_toolkit; };
+  registry.add({"nvrtc-compile", "1", IrKind::cuda_source, IrKind::ptx, {}, "builtin", run_nvrtc, nvrtc_key,
+                the_cuda_toolkit});
+  registry.add({"nvjitlink-link", "1", IrKind::ptx, IrKind::cubin, {}, "builtin", run_nvjitlink, nvjitlink_key,
+                the_cuda_toolkit});
   registry.add({"libdevice-link", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_libdevice_link, libdevice_key});
   registry.add({"nvvm-reflect", "1", IrKind::llvm, IrKind::llvm, {}, "builtin", run_nvvm_reflect_pass, llvm_toolchain_key});
   registry.add(

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <string_view>
 
+#include "core/input_kinds.h"
+
 namespace kjit {
 namespace {
 
@@ -168,8 +170,9 @@ Result<CheckedOptions> check_options(InputKind input, const std::vector<std::str
     if (matched->takes_value) {
       if (Status s = check_value(*matched, option, value); !s) return s.error();
     }
-    const bool llvm_input = input == InputKind::llvm_ir || input == InputKind::llvm_bitcode;
-    if (input != InputKind::cuda_source &&
+    const OptionFamily family = input_kind_info(input).options;
+    const bool llvm_input = family == OptionFamily::llvm;
+    if (family != OptionFamily::cuda_source &&
         (matched->applies == Applies::source || (matched->applies == Applies::source_llvm && !llvm_input))) {
       return make_error(ErrorCode::invalid_argument,
                         "option '" + option + "' applies to CUDA C++ source" +
@@ -182,7 +185,7 @@ Result<CheckedOptions> check_options(InputKind input, const std::vector<std::str
     if (matched->takes_value) normalized += (canonical == "-D" || canonical == "-U" || canonical == "-O" ? "" : "=") + value;
     checked.normalized.push_back(normalized);
 
-    if (matched->applies != Applies::link && input == InputKind::cuda_source) checked.nvrtc.push_back(normalized);
+    if (matched->applies != Applies::link && family == OptionFamily::cuda_source) checked.nvrtc.push_back(normalized);
     if (matched->applies == Applies::source_llvm && llvm_input) checked.llvm.push_back(normalized);
     if (matched->applies != Applies::source && matched->applies != Applies::source_llvm) {
       std::string link(matched->link_spelling);

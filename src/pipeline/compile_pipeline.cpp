@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backends/llvm/llvm_optimizer.h"
+#include "core/input_kinds.h"
 #include "metadata/cubin_reader.h"
 #include "metadata/hsaco_reader.h"
 #include "pipeline/amd_passes.h"
@@ -157,11 +158,10 @@ Result<PipelineSpec> CompilePipeline::base_pipeline(InputKind input, const std::
 
 void CompilePipeline::resolve_all() {
   std::vector<std::string> names = pipeline_names();
-  for (InputKind input : {InputKind::cuda_source, InputKind::ptx, InputKind::llvm_ir, InputKind::llvm_bitcode,
-                          InputKind::hip_source})
+  for (const InputKindInfo& input : input_kinds())
     for (const std::string& name : names)
-      if (Result<PipelineSpec> pipeline = apply_edits(input, name))
-        resolved_[{input, name}] = Resolved{*pipeline, describe_for_key(*pipeline, registry_)};
+      if (Result<PipelineSpec> pipeline = apply_edits(input.kind, name))
+        resolved_[{input.kind, name}] = Resolved{*pipeline, describe_for_key(*pipeline, registry_)};
 }
 
 Result<PipelineSpec> CompilePipeline::effective_pipeline(InputKind input, const std::string& name,
@@ -265,7 +265,7 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
 
   const RoutedToolkit& routed = routing_.for_target(job.target);
   const CudaToolkit& toolkit = *routed.toolkit;
-  if (has_pass(plan.pipeline, "nvrtc-compile") || has_pass(plan.pipeline, "nvjitlink-link")) artifact.toolkit = routed.describe();
+  artifact.toolkit = toolchains_of(plan.pipeline, registry_, routed.describe());
   bool cubin_possible = static_cast<bool>(check_toolkit_supports(toolkit, job.target));
   bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
   std::map<std::string, std::string> lowered;
@@ -317,7 +317,7 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
 }
 
 Result<Artifact> CompilePipeline::run_amd(const CompileJob& job, const CompilePlan& plan, Artifact artifact) const {
-  artifact.toolkit = amd_toolchain_description(plan.pipeline);
+  artifact.toolkit = toolchains_of(plan.pipeline, registry_, {});
   std::map<std::string, std::string> lowered;
   PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_};
   Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <string_view>
 
+#include "core/input_kinds.h"
+
 namespace kjit {
 namespace {
 
@@ -28,8 +30,9 @@ std::string HipOptions::llvm_features() const {
 
 Result<HipOptions> check_hip_options(InputKind input, const std::vector<std::string>& options,
                                      const AmdArchInfo& arch) {
-  const bool source = input == InputKind::hip_source;
-  const bool llvm = input == InputKind::llvm_ir || input == InputKind::llvm_bitcode;
+  const OptionFamily family = input_kind_info(input).options;
+  const bool source = family == OptionFamily::hip_source;
+  const bool llvm = family == OptionFamily::llvm;
   if (!source && !llvm && !options.empty())
     return make_error(ErrorCode::invalid_argument, std::string(to_string(input)) +
                                                        " input does not build for hip: targets; send HIP source or LLVM IR");

@@ -51,6 +51,10 @@ struct PassImpl {
   // Required: the registry refuses a pass that declares nothing, so no
   // toolchain is left out of the key by a pass that forgot to say.
   KeyDeclaration declares_key;
+  // What the artifact says built it (Artifact::toolkit), for a pass that
+  // runs a toolchain of its own; null for one that does not. It is given the
+  // routed CUDA toolkit's description ("13.0 (system: /usr/local/cuda)").
+  std::function<std::string(const std::string& cuda_toolkit)> names_toolchain;
 };
 
 class PassRegistry {
@@ -63,5 +67,9 @@ class PassRegistry {
  private:
   std::map<std::string, PassImpl, std::less<>> passes_;
 };
+
+// The artifact's "what built it": the distinct toolchains the pipeline's
+// passes name (PassImpl::names_toolchain), in pipeline order, joined by " + ".
+std::string toolchains_of(const PipelineSpec& pipeline, const PassRegistry& registry, const std::string& cuda_toolkit);
 
 }  // namespace kjit

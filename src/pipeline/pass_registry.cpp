@@ -1,5 +1,7 @@
 #include "pipeline/pass.h"
 
+#include <algorithm>
+
 namespace kjit {
 
 Status PassRegistry::add(PassImpl pass) {
@@ -24,6 +26,21 @@ const PassImpl* PassRegistry::find(std::string_view name) const {
 std::vector<std::string> PassRegistry::names() const {
   std::vector<std::string> out;
   for (const auto& [name, pass] : passes_) out.push_back(name);
+  return out;
+}
+
+std::string toolchains_of(const PipelineSpec& pipeline, const PassRegistry& registry, const std::string& cuda_toolkit) {
+  std::vector<std::string> named;
+  for (const StageSpec& stage : pipeline.stages)
+    for (const std::string& name : stage.passes) {
+      const PassImpl* pass = registry.find(name);
+      if (!pass || !pass->names_toolchain) continue;
+      std::string toolchain = pass->names_toolchain(cuda_toolkit);
+      if (!toolchain.empty() && std::find(named.begin(), named.end(), toolchain) == named.end())
+        named.push_back(std::move(toolchain));
+    }
+  std::string out;
+  for (const std::string& toolchain : named) out += (out.empty() ? "" : " + ") + toolchain;
   return out;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/input_kinds.h"
+
 namespace kjit {
 namespace {
 
@@ -46,14 +48,8 @@ std::optional<IrKind> parse_ir_kind(std::string_view text) {
 }
 
 IrKind ir_kind_of(InputKind input) {
-  switch (input) {
-    case InputKind::cuda_source: return IrKind::cuda_source;
-    case InputKind::ptx: return IrKind::ptx;
-    case InputKind::llvm_ir:
-    case InputKind::llvm_bitcode: return IrKind::llvm;
-    case InputKind::hip_source: return IrKind::hip_source;
-  }
-  return IrKind::cuda_source;
+  // Every row's IR parses (InputKinds.EveryRowsIrParses).
+  return parse_ir_kind(input_kind_info(input).ir).value_or(IrKind::cuda_source);
 }
 
 std::string_view to_string(EditOp op) {

@@ -39,7 +39,7 @@ DaemonProcess::DaemonProcess(DaemonOptions options) {
   }
   dir_ = *dir;
   socket_path_ = options.socket_path.empty() ? dir_ + "/kjitd.sock" : options.socket_path;
-  std::vector<std::string> argv{kjitd_path(), "--socket", socket_path_};
+  std::vector<std::string> argv{options.kjitd.empty() ? kjitd_path() : options.kjitd, "--socket", socket_path_};
   // Quiet unless the test asks for a level of its own.
   if (std::find(options.args.begin(), options.args.end(), "--log-level") == options.args.end())
     argv.insert(argv.end(), {"--log-level", "warn"});

@@ -33,6 +33,7 @@ struct DaemonOptions {
   bool capture_log = false;            // kjitd's stderr to log() rather than this process's
   std::chrono::milliseconds poll{50};  // between health checks while it starts
   std::chrono::seconds deadline{30};   // to serve after the spawn
+  std::string kjitd{};                 // the binary; default kjitd_path(), this build's
 };
 
 class DaemonProcess {

@@ -93,6 +93,14 @@ for room in compile observe rpc; do
     grep -vE ':[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*"server/workers/compile_workers\.h"' || true)
   fail "server/$room sees the workers only through server/workers/compile_workers.h (the pool)" "$inside"
 done
+# The services reach the cache only through the caller's views, which
+# server/rpc/caller_cache.h binds to the caller's namespace: no other file
+# of rpc picks a namespace or spells a namespaced key itself.
+if [[ -d server/rpc ]]; then
+  unbound=$(grep -rnE --include='*.h' --include='*.cpp' '(compiles_in|blobs_in|namespaced_key|split_namespaced_key)[[:space:]]*\(' \
+    server/rpc | grep -v '^server/rpc/caller_cache\.h:' || true)
+  fail 'server/rpc takes its views of the cache from compiles_of/blobs_of (server/rpc/caller_cache.h), bound to the caller' "$unbound"
+fi
 # gRPC stays at the edge, the gate, the services and the daemon: the rooms
 # that compile, confine and count never see a service or a gRPC header.
 for room in config workers compile observe; do

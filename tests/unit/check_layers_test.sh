@@ -73,6 +73,10 @@ expect_fail 'a bare include' \
   server/edge/planted_violation.cpp '#include "status_mapping.h"'
 expect_fail 'the cache including the daemon' \
   cache/planted_violation.cpp '#include "server/compile/blob_store.h"'
+expect_fail 'a service picking a namespace of the cache itself' \
+  server/rpc/planted_violation.cpp 'auto entries = cache->compiles_in(request->tenant());'
+expect_fail 'a service spelling a namespaced key itself' \
+  server/rpc/planted_violation.cpp 'cache_remove(namespaced_key(key, ""));'
 expect_pass 'once every plant is gone'
 
 if ((failures)); then

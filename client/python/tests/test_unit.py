@@ -41,6 +41,49 @@ def test_parse_kind(name, number):
     assert _request.parse_kind(name) == number
 
 
+_WIRE_KINDS = [v for v in compiler_pb2.InputKind.DESCRIPTOR.values if v.number != compiler_pb2.INPUT_KIND_UNSPECIFIED]
+
+
+@pytest.mark.parametrize("value", _WIRE_KINDS, ids=lambda v: v.name)
+def test_every_wire_kind_parses_by_its_name_and_extensions(value):
+    # A kind added to compiler.proto is accepted under its canonical name and
+    # its file extensions, read from the descriptor, with no list to update.
+    canonical = value.name[len("INPUT_KIND_"):].lower().replace("_", "-")
+    assert _request.parse_kind(canonical) == value.number
+    assert _request.parse_kind(value.name) == value.number
+    extensions = list(value.GetOptions().Extensions[compiler_pb2.file_extensions])
+    assert extensions, "%s has no file_extensions option" % value.name
+    for extension in extensions:
+        assert _request.parse_kind(extension) == value.number
+        assert _request._EXTENSIONS[extension] == value.number
+    for alias in value.GetOptions().Extensions[compiler_pb2.aliases]:
+        assert _request.parse_kind(alias) == value.number
+
+
+# The spellings the client has always accepted: a public contract (the kjit
+# CLI's --kind accepts the same, tests/unit/core/input_kinds_test.cpp).
+@pytest.mark.parametrize("name, enum_name", [
+    ("cuda", "INPUT_KIND_CUDA_SOURCE"), ("cuda-source", "INPUT_KIND_CUDA_SOURCE"), ("cu", "INPUT_KIND_CUDA_SOURCE"),
+    ("ptx", "INPUT_KIND_PTX"), ("llvm-ir", "INPUT_KIND_LLVM_IR"), ("llvm", "INPUT_KIND_LLVM_IR"),
+    ("ll", "INPUT_KIND_LLVM_IR"), ("llvm-bitcode", "INPUT_KIND_LLVM_BITCODE"), ("bitcode", "INPUT_KIND_LLVM_BITCODE"),
+    ("bc", "INPUT_KIND_LLVM_BITCODE"), ("hip", "INPUT_KIND_HIP_SOURCE"), ("hip-source", "INPUT_KIND_HIP_SOURCE"),
+    ("input_kind_ptx", "INPUT_KIND_PTX"), ("HIP_SOURCE", "INPUT_KIND_HIP_SOURCE"), (" Cuda ", "INPUT_KIND_CUDA_SOURCE"),
+])
+def test_the_historical_kind_spellings_parse(name, enum_name):
+    assert _request.parse_kind(name) == compiler_pb2.InputKind.Value(enum_name)
+
+
+@pytest.mark.parametrize("suffix, enum_name", [
+    (".cu", "INPUT_KIND_CUDA_SOURCE"), (".cuh", "INPUT_KIND_CUDA_SOURCE"), (".CU", "INPUT_KIND_CUDA_SOURCE"),
+    (".ptx", "INPUT_KIND_PTX"), (".ll", "INPUT_KIND_LLVM_IR"), (".bc", "INPUT_KIND_LLVM_BITCODE"),
+    (".hip", "INPUT_KIND_HIP_SOURCE"),
+])
+def test_a_path_names_its_kind_by_extension(tmp_path, suffix, enum_name):
+    path = tmp_path / ("k" + suffix)
+    path.write_bytes(b"x")
+    assert kjit.Request(path).to_proto().input.kind == compiler_pb2.InputKind.Value(enum_name)
+
+
 def test_an_unknown_kind_is_refused_before_any_call():
     with pytest.raises(ValueError, match="fortran"):
         kjit.Request("x", kind="fortran").to_proto()
@@ -143,3 +186,43 @@ def test_a_full_queue_refusal_carries_its_retry_hint():
     assert error.details == "compile queue full"
     other = _errors.error_from(grpc.StatusCode.CANCELLED, "gone", [])
     assert isinstance(other, kjit.Cancelled) and other.retry_after_ms is None
+
+
+@pytest.mark.parametrize("cls", [kjit.TierStats, kjit.BlobStats, kjit.CacheStats], ids=lambda c: c.__name__)
+def test_cache_counters_are_the_fields_of_their_message(cls):
+    # The cache's counters are one schema with the daemon's and the C++
+    # client's: a counter added to the proto is added here, and none is
+    # kept that the proto lost.
+    message = descriptor_pool.Default().FindMessageTypeByName(cls._proto)
+    read = [f.metadata.get("proto", f.name) for f in dataclasses.fields(cls)]
+    assert sorted(read) == sorted(message.fields_by_name)
+
+
+def test_each_cache_counter_is_read_under_its_name():
+    from google.protobuf.descriptor import FieldDescriptor
+    from kjit.v1 import cache_pb2
+
+    values = iter(range(1, 1000))
+
+    def repeated(f):  # protobuf before 5.x has only `label`
+        return f.is_repeated if hasattr(f, "is_repeated") else f.label == FieldDescriptor.LABEL_REPEATED
+
+    def fill(message):
+        for f in message.DESCRIPTOR.fields:
+            if repeated(f):
+                continue
+            if f.cpp_type == FieldDescriptor.CPPTYPE_UINT64:
+                setattr(message, f.name, next(values))
+            elif f.cpp_type == FieldDescriptor.CPPTYPE_DOUBLE:
+                setattr(message, f.name, next(values) + 0.5)
+        return message
+
+    response = fill(cache_pb2.StatsResponse())
+    fill(response.tiers.add(tier="memory"))
+    fill(response.blobs)
+    stats = _types.convert(kjit.CacheStats, response)
+    for read, sent in [(stats, response), (stats.tiers[0], response.tiers[0]), (stats.blobs, response.blobs)]:
+        for f in sent.DESCRIPTOR.fields:
+            if not repeated(f) and f.message_type is None:
+                assert getattr(read, f.name) == getattr(sent, f.name), f.name
+    assert stats.tier("memory") is stats.tiers[0]

@@ -224,5 +224,33 @@ TEST(PassDeclarations, AToolchainIsInTheKeyWhateverItsPassIsCalled) {
   EXPECT_EQ(found->value, "7.1");
 }
 
+// What the artifact says built it comes from the passes' declarations too:
+// the toolchains they name, each once, in pipeline order.
+TEST(PassDeclarations, TheArtifactNamesTheToolchainsItsPassesDeclare) {
+  PassRegistry registry;
+  PassImpl front = pass_named("frob-front", declares_nothing);
+  front.names_toolchain = [](const std::string&) { return std::string("Frob 7.1"); };
+  PassImpl link = pass_named("frob-link", declares_nothing);
+  link.names_toolchain = [](const std::string& cuda) { return "linked by " + cuda; };
+  PassImpl again = pass_named("frob-again", declares_nothing);
+  again.names_toolchain = [](const std::string&) { return std::string("Frob 7.1"); };
+  ASSERT_TRUE(registry.add(front));
+  ASSERT_TRUE(registry.add(link));
+  ASSERT_TRUE(registry.add(again));
+  ASSERT_TRUE(registry.add(pass_named("rewrite", declares_nothing)));  // runs no toolchain
+  PipelineSpec pipeline;
+  pipeline.name = "custom";
+  pipeline.stages = {StageSpec{"a", IrKind::ptx, IrKind::ptx, {"frob-front", "rewrite"}},
+                     StageSpec{"b", IrKind::ptx, IrKind::ptx, {"frob-again", "frob-link"}}};
+  EXPECT_EQ(toolchains_of(pipeline, registry, "13.0 (system)"), "Frob 7.1 + linked by 13.0 (system)");
+  pipeline.stages = {StageSpec{"a", IrKind::ptx, IrKind::ptx, {"rewrite"}}};
+  EXPECT_EQ(toolchains_of(pipeline, registry, "13.0 (system)"), "");
+
+  PassRegistry builtin;
+  register_builtin_passes(builtin);
+  for (const char* name : {"nvrtc-compile", "nvjitlink-link", "hiprtc-compile", "amdgpu-codegen", "lld-link"})
+    EXPECT_TRUE(builtin.find(name)->names_toolchain) << name << " runs a toolchain but does not name it";
+}
+
 }  // namespace
 }  // namespace kjit

@@ -59,40 +59,45 @@ def call_metadata(token: Optional[str]) -> Tuple[Tuple[str, str], ...]:
 
 # Input kinds ---------------------------------------------------------------
 
-_KIND_NAMES = {
-    "cuda": compiler_pb2.INPUT_KIND_CUDA_SOURCE,
-    "cuda-source": compiler_pb2.INPUT_KIND_CUDA_SOURCE,
-    "cu": compiler_pb2.INPUT_KIND_CUDA_SOURCE,
-    "ptx": compiler_pb2.INPUT_KIND_PTX,
-    "llvm-ir": compiler_pb2.INPUT_KIND_LLVM_IR,
-    "llvm": compiler_pb2.INPUT_KIND_LLVM_IR,
-    "ll": compiler_pb2.INPUT_KIND_LLVM_IR,
-    "llvm-bitcode": compiler_pb2.INPUT_KIND_LLVM_BITCODE,
-    "bitcode": compiler_pb2.INPUT_KIND_LLVM_BITCODE,
-    "bc": compiler_pb2.INPUT_KIND_LLVM_BITCODE,
-    "hip": compiler_pb2.INPUT_KIND_HIP_SOURCE,
-    "hip-source": compiler_pb2.INPUT_KIND_HIP_SOURCE,
-}
+# Names, aliases and file extensions come from the InputKind descriptor of
+# compiler.proto, the same the kjit CLI reads: a kind's canonical name is its
+# value name without INPUT_KIND_, lower-case, "-" for "_" ("cuda-source").
 
-_EXTENSIONS = {
-    ".cu": compiler_pb2.INPUT_KIND_CUDA_SOURCE,
-    ".cuh": compiler_pb2.INPUT_KIND_CUDA_SOURCE,
-    ".ptx": compiler_pb2.INPUT_KIND_PTX,
-    ".ll": compiler_pb2.INPUT_KIND_LLVM_IR,
-    ".bc": compiler_pb2.INPUT_KIND_LLVM_BITCODE,
-    ".hip": compiler_pb2.INPUT_KIND_HIP_SOURCE,
-}
+
+def _canonical_kind_name(enum_name: str) -> str:
+    return enum_name[len("INPUT_KIND_"):].lower().replace("_", "-")
+
+
+def _kind_option(value, extension):
+    return list(value.GetOptions().Extensions[extension])
+
+
+def _kind_tables():
+    names, extensions = {}, {}
+    for value in compiler_pb2.InputKind.DESCRIPTOR.values:
+        if value.number == compiler_pb2.INPUT_KIND_UNSPECIFIED:
+            continue
+        names[_canonical_kind_name(value.name)] = value.number
+        for alias in _kind_option(value, compiler_pb2.aliases):
+            names[alias.lower().replace("_", "-")] = value.number
+        for extension in _kind_option(value, compiler_pb2.file_extensions):
+            extensions[extension.lower()] = value.number
+    return names, extensions
+
+
+_KIND_NAMES, _EXTENSIONS = _kind_tables()
 
 
 def parse_kind(kind) -> int:
     """An InputKind number from "cuda", "ptx", "llvm-ir", "llvm-bitcode", "hip"
-    (and their aliases), an InputKind enum name, or an InputKind number."""
+    (and their aliases), a file extension (".cu"), an InputKind enum name, or
+    an InputKind number."""
     if isinstance(kind, int):
         return kind
     text = str(kind).strip()
     if text.upper().startswith("INPUT_KIND_"):
         return compiler_pb2.InputKind.Value(text.upper())
-    number = _KIND_NAMES.get(text.lower().replace("_", "-"))
+    number = _KIND_NAMES.get(text.lower().replace("_", "-"), _EXTENSIONS.get(text.lower()))
     if number is None:
         raise ValueError("unknown input kind %r; one of: %s" % (kind, ", ".join(sorted(_KIND_NAMES))))
     return number

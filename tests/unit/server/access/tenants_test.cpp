@@ -81,26 +81,6 @@ TEST(Tenants, AMissingFileIsAFailedPrecondition) {
   EXPECT_EQ(registry.error().code, ErrorCode::failed_precondition);
 }
 
-TEST(Tenants, NamespacedKeysKeepNamespacesApartAndSplitBack) {
-  const std::string key = sha256_hex("some compile");
-  EXPECT_EQ(namespaced_key(key, ""), key);  // the default namespace keeps the bare key
-  const std::string alpha = namespaced_key(key, "alpha");
-  const std::string team = namespaced_key(key, "team-a");
-  EXPECT_NE(alpha, key);
-  EXPECT_NE(alpha, team);
-  EXPECT_EQ(split_namespaced_key(alpha).ns, "alpha");
-  EXPECT_EQ(split_namespaced_key(alpha).key, key);
-  EXPECT_EQ(split_namespaced_key(team).ns, "team-a");  // a hyphen in the namespace is fine
-  EXPECT_EQ(split_namespaced_key(team).key, key);
-  EXPECT_EQ(split_namespaced_key(key).ns, "");
-  const std::string blob = key + "-blob";
-  EXPECT_EQ(split_namespaced_key(blob).ns, "");
-  EXPECT_EQ(split_namespaced_key(namespaced_key(blob, "beta")).key, blob);
-  // Every namespaced key is still a valid key for the disk tier: at most 128
-  // characters of [0-9a-zA-Z_-].
-  EXPECT_LE(namespaced_key(blob, std::string(32, 'z')).size(), 128u);
-}
-
 TEST(Tenants, TheOperatorLabelIsNoTenantName) {
   EXPECT_FALSE(is_tenant_name(k_operator_label));
   EXPECT_TRUE(is_tenant_name("team-a_2"));

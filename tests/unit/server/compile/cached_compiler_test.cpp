@@ -118,7 +118,7 @@ TEST_F(CachedCompilerTest, AFirstRequestCompilesAndTheSecondIsAMemoryHitUnderThe
   EXPECT_EQ(source(*hit), "memory");
   EXPECT_EQ(hit->artifact->bytes, artifact.bytes);
 
-  CoalescerStats once = front->cache()->once->stats();
+  CoalescerStats once = front->cache()->coalescer_stats();
   EXPECT_EQ(once.compiles, 1u);
 }
 
@@ -201,7 +201,7 @@ TEST_F(CachedCompilerTest, ConcurrentIdenticalRequestsRunOneCompile) {
   }
   EXPECT_EQ(compiled, 1);
   EXPECT_EQ(joined + memory, k_threads - 1);
-  CoalescerStats once = front->cache()->once->stats();
+  CoalescerStats once = front->cache()->coalescer_stats();
   EXPECT_EQ(once.compiles, 1u);
   EXPECT_GE(once.joined, static_cast<uint64_t>(joined));
 }
@@ -230,7 +230,7 @@ TEST_F(CachedCompilerTest, ACompileErrorReachesEveryWaiterAndIsNotCached) {
   Result<PlanMemo::PlanPtr> plan = front->plan(job);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_FALSE(front->memory_hit(**plan, CachedCompiler::Clock::now()).has_value());
-  TieredCacheStats stats = front->cache()->tiers->stats();
+  TieredCacheStats stats = front->cache()->stats();
   ASSERT_EQ(stats.tiers.size(), 1u);
   EXPECT_EQ(stats.tiers[0].store.entries, 0u);
   EXPECT_EQ(stats.tiers[0].store.puts, 0u);
@@ -272,7 +272,7 @@ TEST_F(CachedCompilerTest, AFreshDaemonFindsTheDiskTierThenItsOwnMemory) {
   {
     auto cache = open_daemon_cache(test::cache_config(dir.path()));
     ASSERT_NE(cache, nullptr);
-    ASSERT_NE(cache->disk, nullptr) << "the disk tier did not open in " << dir.path();
+    ASSERT_TRUE(cache->has_disk()) << "the disk tier did not open in " << dir.path();
     Result<CompileOutcome> first = compiler(cache)->compile(job);
     ASSERT_TRUE(first) << first.error().message;
     EXPECT_EQ(source(*first), "compiled");

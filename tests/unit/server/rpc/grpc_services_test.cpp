@@ -365,7 +365,7 @@ class CacheServiceTest : public GrpcServicesTest {
     GrpcServicesTest::SetUp();
     auto cache = open_daemon_cache(test::cache_config(dir_.path()));
     ASSERT_NE(cache, nullptr);
-    ASSERT_NE(cache->disk, nullptr);
+    ASSERT_TRUE(cache->has_disk());
     d_ = daemon(std::move(cache));
   }
   std::string compile_key(const v1::CompileRequest& request, const char* expected_cache) {

@@ -1,0 +1,66 @@
+#include "server/compile/namespaced_cache.h"
+
+namespace kjit {
+namespace {
+
+constexpr std::string_view k_namespace_marker = "-n-";
+
+Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon"); }
+
+}  // namespace
+
+std::string namespaced_key(std::string_view key, std::string_view ns) {
+  std::string out(key);
+  if (ns.empty()) return out;
+  out += k_namespace_marker;
+  out += ns;
+  return out;
+}
+
+NamespacedKey split_namespaced_key(std::string_view stored) {
+  // Bare keys (compile keys, blob keys) never hold the marker: they are hex
+  // digits with at most a "-blob" suffix.
+  const size_t marker = stored.find(k_namespace_marker);
+  if (marker == std::string_view::npos) return {{}, stored};
+  return {stored.substr(marker + k_namespace_marker.size()), stored.substr(0, marker)};
+}
+
+std::optional<CacheHit> NamespacedCache::get(std::string_view key) const { return tiers_->get(stored_key(key)); }
+
+std::optional<CacheHit> NamespacedCache::get_from_memory(std::string_view key) const {
+  return tiers_->get_from_memory(stored_key(key));
+}
+
+std::shared_ptr<const CacheEntry> NamespacedCache::put(CacheEntry entry) const {
+  entry.key = stored_key(entry.key);
+  return tiers_->put(std::move(entry));
+}
+
+void NamespacedCache::remove(std::string_view key) const { tiers_->remove(stored_key(key)); }
+
+Result<CacheOutcome> NamespacedCache::get_or_compile(std::string_view key,
+                                                     const CompileCoalescer::Compile& compile) const {
+  if (!once_) return make_error(ErrorCode::internal, "this view of the cache compiles nothing");
+  return once_->get_or_compile(stored_key(key), compile);
+}
+
+Result<std::vector<StoredKey>> NamespacedCache::list() const {
+  if (!disk_) return disk_off();
+  Result<std::vector<StoredKey>> stored = disk_->list();
+  if (!stored) return stored.error();
+  std::vector<StoredKey> own;
+  for (StoredKey& entry : *stored) {
+    const NamespacedKey split = split_namespaced_key(entry.key);
+    if (split.ns != ns_) continue;
+    entry.key = std::string(split.key);
+    own.push_back(std::move(entry));
+  }
+  return own;
+}
+
+Result<DiskStore::GcReport> NamespacedCache::gc(uint64_t max_bytes) const {
+  if (!disk_) return disk_off();
+  return disk_->gc(max_bytes, [this](std::string_view stored) { return split_namespaced_key(stored).ns == ns_; });
+}
+
+}  // namespace kjit

@@ -1,0 +1,77 @@
+// A caller's view of the daemon's cache, bound to one cache namespace. The
+// services reach cache entries only through such a view (DaemonCache keeps
+// its stores private), so no call site can forget whose entries it touches:
+// every key a view is given is the caller's own, and a view never sees or
+// changes another namespace's entries.
+//
+// Stored keys: an entry of namespace `ns` lives in every tier under
+// "<key>-n-<ns>", the bare key in the default namespace (""), so no
+// namespace's entry can be found under another's key, and a listing can tell
+// whose an entry is.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/compile_coalescer.h"
+#include "cache/disk_store.h"
+#include "cache/tiered_cache.h"
+#include "kjit/status.h"
+
+namespace kjit {
+
+// The key an entry of namespace ns is stored under in every tier.
+std::string namespaced_key(std::string_view key, std::string_view ns);
+
+// The namespace and the bare key of a stored key; the default namespace for
+// keys without the marker.
+struct NamespacedKey {
+  std::string_view ns;
+  std::string_view key;
+};
+NamespacedKey split_namespaced_key(std::string_view stored);
+
+class NamespacedCache {
+ public:
+  const std::string& ns() const { return ns_; }
+  // What key is stored under: for a caller that must name the same flight
+  // of a compile as the cache does.
+  std::string stored_key(std::string_view key) const { return namespaced_key(key, ns_); }
+
+  std::optional<CacheHit> get(std::string_view key) const;
+  // The memory tier alone (TieredCache::get_from_memory): never blocks on I/O.
+  std::optional<CacheHit> get_from_memory(std::string_view key) const;
+  // entry.key is the bare key; it is stored under this namespace's.
+  std::shared_ptr<const CacheEntry> put(CacheEntry entry) const;
+  void remove(std::string_view key) const;
+
+  // The entry for key, or one compile per key across every caller of this
+  // namespace (CompileCoalescer). The compiled entry is stored under this
+  // namespace's key. INTERNAL on a view that compiles nothing (blobs).
+  Result<CacheOutcome> get_or_compile(std::string_view key, const CompileCoalescer::Compile& compile) const;
+
+  // The disk tier: null-safe questions, then this namespace's share of it.
+  bool has_disk() const { return disk_ != nullptr; }
+  // This namespace's entries on disk, under their bare keys.
+  Result<std::vector<StoredKey>> list() const;
+  // Collects this namespace's entries down to max_bytes of its own.
+  Result<DiskStore::GcReport> gc(uint64_t max_bytes) const;
+
+ private:
+  friend class DaemonCache;
+  // The stores are the DaemonCache's, which outlives every request and so
+  // every view; raw pointers keep a view cheap on the memory-hit path.
+  NamespacedCache(TieredCache* tiers, DiskStore* disk, CompileCoalescer* once, std::string ns)
+      : tiers_(tiers), disk_(disk), once_(once), ns_(std::move(ns)) {}
+
+  TieredCache* tiers_;
+  DiskStore* disk_;        // null when the disk tier is off
+  CompileCoalescer* once_;  // null for a view that compiles nothing
+  std::string ns_;
+};
+
+}  // namespace kjit
