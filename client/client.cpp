@@ -379,6 +379,8 @@ Result<DaemonStatus> Client::status() const {
   out.timeout_seconds = response.bounds().timeout_seconds();
   out.max_workers = response.workers().max_workers();
   out.live_workers = response.workers().live_workers();
+  out.ready_workers = response.workers().ready_workers();
+  out.busy_workers = response.workers().busy_workers();
   out.workers_started = response.workers().started();
   out.last_worker_start_ms = response.workers().last_start_ms();
   return out;

@@ -20,8 +20,8 @@ void print_status(const kjit::DaemonStatus& s) {
   if (s.confinement_mode != "in-process")
     std::printf("  last worker: %s\n",
                 s.worker_confinement.empty() ? "none started yet" : s.worker_confinement.c_str());
-  std::printf("workers: %u at most, %u running, %llu started", s.max_workers, s.live_workers,
-              static_cast<unsigned long long>(s.workers_started));
+  std::printf("workers: %u at most, %u running (%u ready, %u compiling), %llu started", s.max_workers,
+              s.live_workers, s.ready_workers, s.busy_workers, static_cast<unsigned long long>(s.workers_started));
   if (s.workers_started) std::printf(", last ready in %.1f ms", s.last_worker_start_ms);
   std::printf("\nbounds per compile: memory %llu bytes, CPU %llu s, %llu open files, output %llu bytes, "
               "time %llu s\n",

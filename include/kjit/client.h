@@ -279,6 +279,8 @@ struct DaemonStatus {
   std::string worker_confinement;       // what the last worker started applied; empty before one started
   uint64_t memory_bytes = 0, cpu_seconds = 0, open_files = 0, output_bytes = 0, timeout_seconds = 0;
   uint32_t max_workers = 0, live_workers = 0;
+  uint32_t ready_workers = 0;  // started and waiting for a compile
+  uint32_t busy_workers = 0;   // running a compile, or starting for one
   uint64_t workers_started = 0;
   double last_worker_start_ms = 0;
 };

@@ -103,6 +103,12 @@ struct DaemonConfig {
   // Compiles run in this many worker processes at most (0: inside the
   // daemon, as the tests of the pipeline do).
   uint32_t compile_workers = default_compile_workers();
+  // Each worker keeps NVRTC's automatic precompiled headers in its private
+  // directory, so a miss sharing its includes with an earlier one parses
+  // them once per worker; pch_bytes bounds one worker's PCH files (0: no
+  // bound; each is 100-200 MiB for CUB or cuda::std).
+  bool pch = true;
+  uint64_t pch_bytes = 1ull << 30;
   std::string default_target = "cuda:90";        // when a request names none
   std::string cuda_home;                         // empty: $CUDA_HOME, then the build's toolkit
   std::string log_level = "info";                // spdlog level name

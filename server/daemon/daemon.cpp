@@ -250,11 +250,15 @@ Status Daemon::start() {
   }
   spdlog::info("kjitd listening on unix:{}{}", socket_path_, tcp);
   if (health) health->SetServingStatus(true);
+  // Workers start once the daemon serves, so they never delay it: hits are
+  // answered while they load their toolchains, and a first miss finds one
+  // ready (or nearly).
+  if (workers_) workers_->keep_ready();
   // Last: systemd (Type=notify) counts kjitd started only now, so a unit
   // ordered after it, or a check after `systemctl start`, finds it serving.
   systemd_notify::ready("serving on unix:" + socket_path_ + tcp + "; " +
                         (workers_ ? "compiles in up to " + std::to_string(config_.compile_workers) +
-                                        " confined worker process(es), started on demand"
+                                        " confined worker process(es), kept ready"
                                   : "compiles in the daemon's process"));
   return Ok{};
 }

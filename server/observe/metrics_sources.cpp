@@ -99,6 +99,14 @@ void add_workers(Families& out, const WorkerCounters& workers) {
   for (const char* cause : k_kill_causes) by_cause.try_emplace(cause, 0);
   for (const auto& [cause, n] : by_cause) Families::sample(kills, {{"cause", cause}}, double(n));
   out.single("kjit_workers_live", "Compile worker processes alive now.", MetricType::Gauge, double(workers.live));
+  MetricFamily& pch = out.add("kjit_worker_pch_total",
+                              "Workers' precompiled headers: compiles that used one (hit), PCH files written "
+                              "(create), compiles that did without one they wanted (fallback), files evicted (evict).",
+                              MetricType::Counter);
+  Families::sample(pch, {{"event", "hit"}}, double(workers.pch_hits));
+  Families::sample(pch, {{"event", "create"}}, double(workers.pch_creations));
+  Families::sample(pch, {{"event", "fallback"}}, double(workers.pch_fallbacks));
+  Families::sample(pch, {{"event", "evict"}}, double(workers.pch_evictions));
 }
 
 void add_admission(Families& out, const AdmissionSnapshot& queue) {

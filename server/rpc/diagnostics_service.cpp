@@ -45,6 +45,8 @@ void DiagnosticsService::describe_status(v1::GetStatusResponse* response) const 
     confinement.set_worker_confinement(start.confinement);
     workers.set_max_workers(config.compile_workers);
     workers.set_live_workers(static_cast<uint32_t>(workers_->live_workers()));
+    workers.set_ready_workers(static_cast<uint32_t>(workers_->ready_workers()));
+    workers.set_busy_workers(static_cast<uint32_t>(workers_->busy_workers()));
     workers.set_started(start.started);
     workers.set_last_start_ms(static_cast<double>(start.start_time.count()) / 1000.0);
   }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "backends/nvrtc/nvrtc_pch.h"
 #include "pipeline/amd_passes.h"
 #include "server/workers/compile_bounds.h"
 #include "server/config/pipeline_setup.h"
@@ -30,11 +32,52 @@ worker::Outcome failure(const Error& error, bool bound_exceeded = false) {
   return outcome;
 }
 
-// Files a toolchain left in the private directory belong to the request
+// The private directory holds two: "work", the working directory and
+// TMPDIR of every job, emptied after each, and "pch", the worker's
+// precompiled headers (nvrtc_pch.h), kept across its jobs. A PCH holds what
+// an earlier request's source included; being beside the working directory,
+// not in it, it can be named in an include only with '..', which the
+// include policy refuses.
+constexpr const char* k_work_directory = "work";
+constexpr const char* k_pch_directory = "pch";
+
+// Files a toolchain left in the working directory belong to the request
 // that made them: the next request starts with it empty.
 void empty_directory(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) std::filesystem::remove_all(entry.path(), ec);
+}
+
+// NVRTC's PCH heap bounds one PCH; its file is a little larger than what
+// the heap holds, and must stay under the worker's file-size bound
+// (RLIMIT_FSIZE, compile_output_bytes), past which the kernel kills it.
+// NVRTC's own default fits the headers measured (CUB, cuda::std with
+// cuda/barrier, cuda_fp16/bf16 with cooperative_groups: 140-185 MB).
+constexpr uint64_t k_pch_heap_bytes = 256ull << 20;
+constexpr uint64_t k_pch_file_margin = 32ull << 20;
+constexpr uint64_t k_smallest_pch_heap = 64ull << 20;
+
+void enable_pch(const DaemonConfig& config, const std::string& private_dir) {
+  if (!config.pch) return;
+  const uint64_t output = config.compile_bounds.output_bytes;
+  const uint64_t heap = output > k_pch_file_margin ? std::min(k_pch_heap_bytes, output - k_pch_file_margin) : 0;
+  if (heap < k_smallest_pch_heap) {
+    spdlog::info("compile worker: no precompiled headers: limits.compile_output_bytes leaves no room for one");
+    return;
+  }
+  enable_nvrtc_auto_pch({private_dir + "/" + k_pch_directory, config.pch_bytes, heap});
+}
+
+void set_pch_counts(worker::Outcome& outcome, const NvrtcPchCounts& before) {
+  const NvrtcPchCounts after = nvrtc_pch_counts();
+  if (after.hits == before.hits && after.creations == before.creations && after.fallbacks == before.fallbacks &&
+      after.evictions == before.evictions)
+    return;
+  worker::PchCounts& pch = *outcome.mutable_pch();
+  pch.set_hits(after.hits - before.hits);
+  pch.set_creations(after.creations - before.creations);
+  pch.set_fallbacks(after.fallbacks - before.fallbacks);
+  pch.set_evictions(after.evictions - before.evictions);
 }
 
 // Runs the plan the daemon derived: the worker derives no key of its own.
@@ -47,7 +90,7 @@ worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire
   return artifact_outcome(std::move(artifact.value()));
 }
 
-int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& config, const std::string& private_dir) {
+int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& config, const std::string& work_dir) {
   std::string bytes;
   while (true) {
     switch (read_frame(fd, bytes, std::nullopt)) {
@@ -61,11 +104,13 @@ int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& conf
     fmt::print(stderr, "{}\n", WorkerOutput::k_job_marker);
     std::fflush(stderr);
     start_compile_cpu_bound(config.compile_bounds);
+    const NvrtcPchCounts pch_before = nvrtc_pch_counts();
     worker::Job job;
     worker::Outcome outcome = job.ParseFromString(bytes)
                                   ? compile(pipeline, job, config)
                                   : failure(make_error(ErrorCode::internal, "compile worker: a job does not parse"));
-    empty_directory(private_dir);
+    set_pch_counts(outcome, pch_before);
+    empty_directory(work_dir);
     fmt::print(stderr, "{}\n", WorkerOutput::k_job_end_marker);
     std::fflush(stderr);
     if (Status written = write_frame(fd, outcome); !written) {
@@ -106,11 +151,13 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
   }
   // Toolchains write their temporary files, and NVRTC looks for quoted
   // includes, in the private directory: nothing of the host's is there.
-  if (setup.private_dir.empty() || ::chdir(setup.private_dir.c_str()) != 0) {
+  const std::string work_dir = setup.private_dir + "/" + k_work_directory;
+  if (setup.private_dir.empty() || ::mkdir(work_dir.c_str(), 0700) != 0 || ::chdir(work_dir.c_str()) != 0) {
     spdlog::error("compile worker: cannot enter its private directory '{}'", setup.private_dir);
     return 1;
   }
-  ::setenv("TMPDIR", setup.private_dir.c_str(), 1);
+  ::setenv("TMPDIR", work_dir.c_str(), 1);
+  enable_pch(config, setup.private_dir);
   allow_hiprtc_in_this_process();
   std::string confinement = "unconfined (sandbox = \"off\")";
   if (config.sandbox != "off") {
@@ -129,7 +176,7 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
   worker::Ready ready;
   ready.set_confinement(confinement + "; bounds: " + *bounded);
   if (Status sent = write_frame(fd, ready); !sent) return 1;
-  return serve_jobs(**pipeline, fd, config, setup.private_dir);
+  return serve_jobs(**pipeline, fd, config, work_dir);
 }
 
 }  // namespace kjit

@@ -107,10 +107,69 @@ CompileWorkers::CompileWorkers(Options options, std::string executable)
     : options_(std::move(options)), executable_(std::move(executable)) {}
 
 CompileWorkers::~CompileWorkers() {
+  {
+    std::lock_guard lock(mutex_);
+    if (warmer_.joinable()) {
+      // Every job has returned its worker by now (the server shut down
+      // first): what is busy is a worker keep_ready is starting, which need
+      // not finish its start.
+      stopping_ = true;
+      for (pid_t pid : busy_) kill_worker(pid);
+    }
+    keep_ready_ = false;
+  }
+  warm_wanted_.notify_all();
+  if (warmer_.joinable()) warmer_.join();
   std::lock_guard lock(mutex_);
-  // Every job has returned its worker by now (the server shut down first).
   for (Worker& worker : idle_) end_of(worker, /*kill_first=*/false);  // it reads EOF and exits
   idle_.clear();
+}
+
+void CompileWorkers::keep_ready() {
+  std::lock_guard lock(mutex_);
+  if (keep_ready_ || stopping_) return;
+  keep_ready_ = true;
+  warmer_ = std::thread([this] { warm(); });
+}
+
+void CompileWorkers::warm() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    warm_wanted_.wait(lock, [&] { return !keep_ready_ || stopping_ || (!warm_failed_ && live_ < options_.max_workers); });
+    if (!keep_ready_ || stopping_) return;
+    // Spawned under the lock, as acquire does (no socketpair leaks into it).
+    Result<Worker> worker = spawn();
+    if (!worker) {
+      warm_failed_ = true;
+      spdlog::warn("{}; workers start with compiles from now on", worker.error().message);
+      continue;
+    }
+    ++live_;
+    ++counters_.started;
+    ++starting_;
+    busy_.push_back(worker->pid);
+    lock.unlock();
+    Status ready = await_ready(*worker);
+    lock.lock();
+    --starting_;
+    if (!ready) {
+      warm_failed_ = true;
+      if (!stopping_) spdlog::warn("{}; workers start with compiles from now on", ready.error().message);
+      freed_.notify_all();  // a compile waiting for this start starts its own
+      continue;
+    }
+    std::erase(busy_, worker->pid);
+    idle_.push_back(*worker);
+    freed_.notify_one();
+  }
+}
+
+void CompileWorkers::add_pch_counts(const worker::PchCounts& pch) {
+  std::lock_guard lock(mutex_);
+  counters_.pch_hits += pch.hits();
+  counters_.pch_creations += pch.creations();
+  counters_.pch_fallbacks += pch.fallbacks();
+  counters_.pch_evictions += pch.evictions();
 }
 
 bool CompileWorkers::stopping() const {
@@ -121,6 +180,16 @@ bool CompileWorkers::stopping() const {
 size_t CompileWorkers::live_workers() const {
   std::lock_guard lock(mutex_);
   return live_;
+}
+
+size_t CompileWorkers::ready_workers() const {
+  std::lock_guard lock(mutex_);
+  return idle_.size();
+}
+
+size_t CompileWorkers::busy_workers() const {
+  std::lock_guard lock(mutex_);
+  return busy_.size() - starting_;  // keep_ready's starts are in busy_ too, for no compile
 }
 
 Result<CompileWorkers::Worker> CompileWorkers::spawn() {
@@ -211,11 +280,14 @@ void CompileWorkers::stop() {
     for (pid_t pid : busy_) kill_worker(pid);
   }
   freed_.notify_all();
+  warm_wanted_.notify_all();
 }
 
 Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool()>& abandoned) {
   std::unique_lock lock(mutex_);
-  while (!stopping_ && idle_.empty() && live_ >= options_.max_workers) {
+  // A worker keep_ready is starting started before this compile came: it
+  // is ready sooner than one started now.
+  while (!stopping_ && idle_.empty() && (live_ >= options_.max_workers || starting_ > 0)) {
     if (!abandoned) {
       freed_.wait(lock);
       continue;
@@ -246,6 +318,11 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool(
   busy_.push_back(worker->pid);
   lock.unlock();
   if (Status ready = await_ready(*worker); !ready) return ready.error();
+  {
+    std::lock_guard relock(mutex_);
+    warm_failed_ = false;  // workers start again: keep_ready may try again
+  }
+  warm_wanted_.notify_one();
   return worker;
 }
 
@@ -284,6 +361,7 @@ CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first
     --live_;
   }
   freed_.notify_one();
+  warm_wanted_.notify_one();  // keep_ready replaces it
   return end;
 }
 
@@ -381,6 +459,7 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
     count_end("crashed");  // a worker that does not speak the protocol is broken
     return make_error(ErrorCode::internal, "compile worker: an answer does not parse");
   }
+  if (outcome.has_pch()) add_pch_counts(outcome.pch());
   if (outcome.has_failure()) {
     const worker::Failure& f = outcome.failure();
     if (f.bound_exceeded()) {

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/artifact.h"
@@ -25,6 +26,10 @@
 #include "server/workers/worker_launch.h"
 #include "pipeline/compile_pipeline.h"
 #include "server/workers/worker_output.h"
+
+namespace kjit::worker {
+class PchCounts;
+}
 
 namespace kjit {
 
@@ -38,6 +43,10 @@ struct WorkerCounters {
   // the compile went away), "shutdown" (stop()).
   std::map<std::string, uint64_t> kills;
   uint64_t live = 0;  // idle and busy now
+  // The workers' automatic precompiled headers (nvrtc_pch.h), as their
+  // answers reported them: compiles that used one, PCH files written,
+  // compiles that did without one they wanted, files evicted.
+  uint64_t pch_hits = 0, pch_creations = 0, pch_fallbacks = 0, pch_evictions = 0;
 };
 
 class CompileWorkers {
@@ -68,6 +77,9 @@ class CompileWorkers {
                        const std::function<bool()>& abandoned = {});
 
   size_t live_workers() const;
+  // Started and waiting for a compile; running one (or starting for one).
+  size_t ready_workers() const;
+  size_t busy_workers() const;
   WorkerCounters counters() const;
 
   // How the most recently started worker said it is confined, and how long
@@ -82,6 +94,13 @@ class CompileWorkers {
   // Kills the workers of compiles in flight (they answer UNAVAILABLE) and
   // refuses new ones: a shutting-down daemon does not wait out a compile.
   void stop();
+
+  // From now on the pool keeps max_workers workers started and ready, on a
+  // thread of its own: at once, and again whenever one ends (a crash, a
+  // bound, a kill), so a compile finds a ready worker instead of waiting
+  // for one to start and confine itself. A worker that fails to start stops
+  // this until a compile's own start succeeds (that compile reports why).
+  void keep_ready();
 
  private:
   struct Worker {
@@ -113,6 +132,9 @@ class CompileWorkers {
   Result<Worker> spawn();
   Status await_ready(Worker& worker);
   bool stopping() const;
+  // keep_ready's thread: starts workers while fewer than max_workers live.
+  void warm();
+  void add_pch_counts(const worker::PchCounts& pch);
 
   Options options_;
   std::string executable_;
@@ -124,6 +146,12 @@ class CompileWorkers {
   bool stopping_ = false;
   StartReport last_start_;
   WorkerCounters counters_;  // live is live_
+  // keep_ready: whether it was asked, whether a start failed since, the thread.
+  bool keep_ready_ = false;
+  bool warm_failed_ = false;
+  size_t starting_ = 0;  // workers keep_ready is starting (in live_ and busy_)
+  std::condition_variable warm_wanted_;
+  std::thread warmer_;
 };
 
 }  // namespace kjit

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "backends/llvm/libdevice.h"
@@ -13,15 +14,42 @@
 #include "backends/llvm/nvvm_reflect.h"
 #include "backends/nvjitlink/nvjitlink_stage.h"
 #include "backends/nvrtc/include_policy.h"
+#include "backends/nvrtc/nvrtc_pch.h"
 #include "backends/nvrtc/nvrtc_stage.h"
 #include "backends/ptx/ptx_retarget.h"
 #include "backends/amdgpu/amdgpu_codegen.h"
 #include "pipeline/amd_passes.h"
+#include "pipeline/cache_key.h"
 #include "pipeline/compile_options.h"
 #include "pipeline/hip_options.h"
 
 namespace kjit {
 namespace {
+
+// Where a compile's automatic PCHs live, when the process keeps them: one
+// directory per NVRTC library, option list and set of request headers.
+// NVRTC checks a PCH against the options and the source's directives, but
+// not against the contents of the headers given with the program: a PCH of
+// another request's "common.h" would compile this one against the wrong
+// text. Requests that differ only below their includes share a directory.
+std::string pch_directory(const CudaToolkit& toolkit, const NvrtcApi& nvrtc, const CompileJob& job,
+                          const std::vector<std::string>& options) {
+  const std::optional<NvrtcPchSettings> pch = nvrtc_auto_pch();
+  if (!pch) return {};
+  std::string identity;
+  auto add = [&identity](std::string_view part) {
+    identity += std::to_string(part.size()) + ":";
+    identity += part;
+  };
+  add(toolkit.home());
+  add(nvrtc.library_path);
+  for (const std::string& option : options) add(option);
+  for (const auto& [name, content] : job.headers) {
+    add(name);
+    add(content);
+  }
+  return pch->directory + "/" + sha256_hex(identity).substr(0, 32);
+}
 
 Result<PassOutput> run_nvrtc(PassContext& ctx, std::string_view source) {
   auto nvrtc = ctx.toolkit.nvrtc();
@@ -40,7 +68,8 @@ Result<PassOutput> run_nvrtc(PassContext& ctx, std::string_view source) {
 
   CompileJob job = ctx.job;  // the pass may run on rewritten source
   job.input = std::string(source);
-  Result<PtxOutput> out = compile_cuda_to_ptx(**nvrtc, job, nvrtc_options);
+  Result<PtxOutput> out =
+      compile_cuda_to_ptx(**nvrtc, job, nvrtc_options, pch_directory(ctx.toolkit, **nvrtc, job, nvrtc_options));
   if (!out) return out.error();
   ctx.lowered_names = std::move(out->lowered_names);
   return PassOutput{std::move(out->ptx), std::move(out->log)};

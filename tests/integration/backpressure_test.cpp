@@ -76,7 +76,7 @@ class BackpressureTest : public ::testing::Test {
   static bool worker_busy(const DaemonProcess& daemon) {
     return eventually([&] {
       Result<DaemonStatus> status = Client(daemon.socket_path(), {std::chrono::seconds(5)}).status();
-      return status && status->live_workers >= 1;
+      return status && status->busy_workers >= 1;
     });
   }
 

@@ -189,9 +189,12 @@ void expect_stop_without_waiting_out_the_compile(const std::vector<std::string>&
     request.pipeline = "llvm-hanging";
     answer = Client(daemon.socket_path()).compile(request);
   });
-  // The compile is in flight once a worker was started for it (the daemon
-  // starts them on demand).
-  EXPECT_TRUE(eventually([&] { return workers_of(daemon.pid()) >= 1; })) << "no worker started for the compile";
+  // The compile is in flight once a worker runs it (the daemon keeps
+  // workers ready, so a live one alone says nothing).
+  EXPECT_TRUE(eventually([&] {
+    Result<DaemonStatus> status = Client(daemon.socket_path(), {std::chrono::seconds(5)}).status();
+    return status && status->busy_workers >= 1;
+  })) << "no worker runs the compile";
   const auto start = std::chrono::steady_clock::now();
   if (signal_twice) {
     daemon.signal(SIGTERM);
@@ -255,6 +258,38 @@ TEST(WorkerStart, AWorkerThatCannotStartIsAClearErrorNotACrashReport) {
   ASSERT_TRUE(fails_with(failed, ErrorCode::internal, "exited with status 1"));
   EXPECT_EQ(failed.error().message.find("crashed"), std::string::npos) << failed.error().message;
   EXPECT_TRUE(daemon.running());
+}
+
+// The pool starts its workers once the daemon serves, and starts another
+// when one dies, so a compile never waits for a worker to start and confine
+// itself.
+TEST(WorkerStart, WorkersAreReadyBeforeTheFirstCompileAndReplacedWhenOneDies) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon(DaemonOptions{{"--plugin", plugin_path("failing_pass_plugin"), "--no-cache", "--compile-workers",
+                                   "2"},
+                                  k_pipelines});
+  Client client(daemon.socket_path(), {std::chrono::seconds(30)});
+  auto ready = [&](uint32_t count) {
+    return eventually([&] {
+      Result<DaemonStatus> status = client.status();
+      return status && status->ready_workers == count && status->busy_workers == 0;
+    });
+  };
+  ASSERT_TRUE(ready(2)) << "the daemon did not start its workers before any compile";
+  EXPECT_EQ(workers_of(daemon.pid()), 2u);
+  auto ok = client.compile(llvm_request(k_llvm_vadd, "cuda:90"));
+  ASSERT_TRUE(ok) << ok.error().message;
+  Result<DaemonStatus> after = client.status();
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(after->workers_started, 2u) << "the compile started a worker of its own instead of using a ready one";
+
+  auto request = llvm_request(k_llvm_vadd, "cuda:90");
+  request.pipeline = "llvm-crashing";
+  ASSERT_TRUE(fails_with(client.compile(request), ErrorCode::internal, "crashed"));
+  EXPECT_TRUE(ready(2)) << "the crashed worker was not replaced";
+  Result<DaemonStatus> replaced = client.status();
+  ASSERT_TRUE(replaced) << replaced.error().message;
+  EXPECT_EQ(replaced->workers_started, 3u);
 }
 
 TEST(WorkerConfig, ANegativeWorkerCountIsAConfigurationError) {

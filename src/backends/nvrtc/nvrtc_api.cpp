@@ -31,6 +31,13 @@ Result<std::shared_ptr<const NvrtcApi>> load_nvrtc(const std::string& cuda_home,
   }
 
   api->version(&api->major, &api->minor);
+  if (!library->bind("nvrtcGetPCHHeapSize", api->get_pch_heap_size) ||
+      !library->bind("nvrtcSetPCHHeapSize", api->set_pch_heap_size) ||
+      !library->bind("nvrtcGetPCHCreateStatus", api->get_pch_create_status)) {
+    api->get_pch_heap_size = nullptr;
+    api->set_pch_heap_size = nullptr;
+    api->get_pch_create_status = nullptr;
+  }
   // NVRTC opens its builtins library by name, found through its own RUNPATH
   // next to it; a sanitizer's dlopen interceptor hides that RUNPATH, so the
   // open fails there. Opened first from NVRTC's directory, it is found by

@@ -32,6 +32,11 @@ struct NvrtcApi {
   decltype(&nvrtcGetProgramLog) get_program_log = nullptr;
   decltype(&nvrtcAddNameExpression) add_name_expression = nullptr;
   decltype(&nvrtcGetLoweredName) get_lowered_name = nullptr;
+  // Precompiled headers (NVRTC 12.8 and newer); null in older ones, which
+  // then compile without them.
+  decltype(&nvrtcGetPCHHeapSize) get_pch_heap_size = nullptr;
+  decltype(&nvrtcSetPCHHeapSize) set_pch_heap_size = nullptr;
+  decltype(&nvrtcGetPCHCreateStatus) get_pch_create_status = nullptr;
 #endif
 };
 

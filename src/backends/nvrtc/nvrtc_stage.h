@@ -18,6 +18,10 @@ struct PtxOutput {
 
 // `options` is the full NVRTC option list (architecture and include
 // directories included). A compile error is invalid_argument with the log.
-Result<PtxOutput> compile_cuda_to_ptx(const NvrtcApi& api, const CompileJob& job, const std::vector<std::string>& options);
+// With a `pch_directory` (automatic PCH on, nvrtc_pch.h), NVRTC reuses and
+// writes precompiled headers there; a PCH it refuses costs a compile
+// without PCH, never the request, and the PCH lines are not in the log.
+Result<PtxOutput> compile_cuda_to_ptx(const NvrtcApi& api, const CompileJob& job, const std::vector<std::string>& options,
+                                      const std::string& pch_directory = {});
 
 }  // namespace kjit

@@ -372,6 +372,8 @@ class CompileWorkersStatus:
     live_workers: int = 0
     started: int = 0
     last_start_ms: float = 0.0
+    ready_workers: int = 0  # started and waiting for a compile
+    busy_workers: int = 0   # running a compile, or starting for one
     _proto: ClassVar[str] = "kjit.v1.CompileWorkersStatus"
 
 
