@@ -381,6 +381,8 @@ Result<DaemonStatus> Client::status() const {
   out.live_workers = response.workers().live_workers();
   out.ready_workers = response.workers().ready_workers();
   out.busy_workers = response.workers().busy_workers();
+  for (const v1::ConfigSetting& setting : response.settings())
+    out.settings.push_back({setting.key(), setting.value(), setting.flag()});
   out.workers_started = response.workers().started();
   out.last_worker_start_ms = response.workers().last_start_ms();
   return out;

@@ -28,6 +28,13 @@ void print_status(const kjit::DaemonStatus& s) {
               static_cast<unsigned long long>(s.memory_bytes), static_cast<unsigned long long>(s.cpu_seconds),
               static_cast<unsigned long long>(s.open_files), static_cast<unsigned long long>(s.output_bytes),
               static_cast<unsigned long long>(s.timeout_seconds));
+  // The daemon sends its configuration to the local operator only.
+  if (!s.settings.empty()) {
+    std::printf("configuration:\n");
+    for (const kjit::DaemonStatus::Setting& setting : s.settings)
+      std::printf("  %s = %s%s%s\n", setting.key.c_str(), setting.value.empty() ? "\"\"" : setting.value.c_str(),
+                  setting.flag.empty() ? "" : "  # ", setting.flag.c_str());
+  }
 }
 
 int run_health(const kjit::cli::Connection& connection, bool verbose) {

@@ -281,6 +281,12 @@ struct DaemonStatus {
   uint32_t max_workers = 0, live_workers = 0;
   uint32_t ready_workers = 0;  // started and waiting for a compile
   uint32_t busy_workers = 0;   // running a compile, or starting for one
+  // The daemon's configuration, key by key in its table's order (TOML path,
+  // value, flag); given to the local operator only.
+  struct Setting {
+    std::string key, value, flag;
+  };
+  std::vector<Setting> settings;
   uint64_t workers_started = 0;
   double last_worker_start_ms = 0;
 };

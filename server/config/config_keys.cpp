@@ -48,6 +48,13 @@ std::string quoted_choices(const std::vector<std::string_view>& choices) {
 
 }  // namespace
 
+std::string config_value_text(const ConfigKey& key, const DaemonConfig& config) {
+  const ConfigValue value = key.get(config);
+  if (const bool* flag = std::get_if<bool>(&value)) return *flag ? "true" : "false";
+  if (const int64_t* number = std::get_if<int64_t>(&value)) return std::to_string(*number);
+  return std::get<std::string>(value);
+}
+
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> k_keys = {
       {.path = "socket", .flag = "--socket", .kind = ConfigKind::text,

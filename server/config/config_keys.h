@@ -50,6 +50,10 @@ Status check_config_value(const ConfigKey& key, const ConfigValue& value, std::s
 // A flag's text as the key's value: an integer in decimal, else the text.
 Result<ConfigValue> parse_config_flag(const ConfigKey& key, const std::string& text);
 
+// The key's value in config as kjitd shows it (kjit health --verbose,
+// --check-config): an integer in decimal, true or false, text as it is.
+std::string config_value_text(const ConfigKey& key, const DaemonConfig& config);
+
 // check_config_value, then the row's set.
 Status set_config_value(DaemonConfig& config, const ConfigKey& key, const ConfigValue& value, std::string_view where);
 

@@ -184,6 +184,11 @@ int check_configuration(const DaemonConfig& config) {
     }
     spdlog::info("compile workers: up to {}, confinement {}", config.compile_workers, *confinement);
   }
+  // What the daemon would serve with, key by key, as health --verbose shows it.
+  for (const ConfigKey& key : config_keys()) {
+    const std::string value = config_value_text(key, config);
+    fmt::print("{} = {}\n", key.path, value.empty() ? "\"\"" : value);
+  }
   fmt::print("configuration OK\n");
   return 0;
 }

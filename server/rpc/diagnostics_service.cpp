@@ -1,5 +1,6 @@
 #include "server/rpc/diagnostics_service.h"
 
+#include "server/config/config_keys.h"
 #include "server/workers/compile_workers.h"
 
 namespace kjit {
@@ -21,10 +22,20 @@ grpc::ServerUnaryReactor* DiagnosticsService::Echo(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerContext* context,
                                                         const v1::GetStatusRequest*,
                                                         v1::GetStatusResponse* response) {
-  return gate_->serve_now(context, "GetStatus", [&](const Caller&) {
+  return gate_->serve_now(context, "GetStatus", [&](const Caller& caller) {
     describe_status(response);
+    if (caller.is_operator()) describe_settings(response);
     return grpc::Status::OK;
   });
+}
+
+void DiagnosticsService::describe_settings(v1::GetStatusResponse* response) const {
+  for (const ConfigKey& key : config_keys()) {
+    v1::ConfigSetting* setting = response->add_settings();
+    setting->set_key(std::string(key.path));
+    setting->set_value(config_value_text(key, facts_.config));
+    setting->set_flag(std::string(key.flag));
+  }
 }
 
 void DiagnosticsService::describe_status(v1::GetStatusResponse* response) const {

@@ -34,6 +34,8 @@ class DiagnosticsService final : public v1::Diagnostics::CallbackService {
  private:
   // How compiles are confined and bounded, and the workers now.
   void describe_status(v1::GetStatusResponse* response) const;
+  // Every key of the configuration table, as the daemon serves with it.
+  void describe_settings(v1::GetStatusResponse* response) const;
 
   Facts facts_;
   std::shared_ptr<const CompileWorkers> workers_;

@@ -41,7 +41,15 @@ class CheckConfigTest(unittest.TestCase):
         result = self.check(f'socket = "{socket}"\nlog_level = "warn"\n[cache]\ndirectory = "{cache}"\n'
                             '[limits]\ncompile_timeout_s = 60\n')
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout, "configuration OK\n")
+        # Every key as the daemon would serve with it, from the file, the
+        # flags and the defaults, then the verdict.
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[-1], "configuration OK")
+        self.assertIn(f"socket = {socket}", lines)
+        self.assertIn(f"cache.directory = {cache}", lines)
+        self.assertIn("limits.compile_timeout_s = 60", lines)
+        self.assertIn("compile_workers = 0", lines)  # the flag over the default
+        self.assertIn("log_level = warn", lines)
         self.assertFalse((self.dir / "run").exists(), "--check-config made the socket's directory")
         self.assertFalse(cache.exists(), "--check-config made the cache directory")
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kjit/v1/cache.grpc.pb.h"
+#include "kjit/v1/diagnostics.grpc.pb.h"
 #include "kjit/v1/compiler.grpc.pb.h"
 #include "pipeline/cache_key.h"
 #include "redis_server.h"
@@ -253,6 +254,30 @@ TEST_F(TenantTest, BlobsAreNeverServedToAnotherNamespace) {
   EXPECT_TRUE(found("gamma-secret-token"));
   EXPECT_FALSE(found("beta-secret-token"));
   EXPECT_FALSE(found(""));
+}
+
+// The configuration (paths, addresses) is the operator's business: a tenant
+// asking for the daemon's status gets the rest of it without the settings.
+TEST_F(TenantTest, OnlyTheOperatorIsShownTheConfiguration) {
+  TestDaemon daemon(args(temp_.path() + "/cache"));
+  auto diagnostics =
+      v1::Diagnostics::NewStub(grpc::CreateChannel("unix:" + daemon.socket_path(), grpc::InsecureChannelCredentials()));
+  auto status_as = [&](const std::string& token) {
+    v1::GetStatusResponse response;
+    grpc::ClientContext context;
+    authorize(context, token);
+    EXPECT_TRUE(diagnostics->GetStatus(&context, v1::GetStatusRequest{}, &response).ok());
+    return response;
+  };
+  const v1::GetStatusResponse tenant = status_as("alpha-secret-token");
+  EXPECT_FALSE(tenant.version().empty());
+  EXPECT_EQ(tenant.settings_size(), 0) << "a tenant was shown the daemon's configuration";
+  const v1::GetStatusResponse operator_view = status_as("");
+  EXPECT_GT(operator_view.settings_size(), 0);
+  bool names_tenants_file = false;
+  for (const v1::ConfigSetting& setting : operator_view.settings())
+    names_tenants_file |= setting.key() == "tenants" && setting.value() == tenants_path_;
+  EXPECT_TRUE(names_tenants_file) << "the operator's view lacks the tenants file it was started with";
 }
 
 TEST_F(TenantTest, TokensAreCheckedAndNeverLogged) {

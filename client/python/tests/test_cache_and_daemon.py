@@ -99,6 +99,11 @@ def test_status_and_echo(client):
     assert status.version
     assert status.confinement.mode
     assert status.bounds.timeout_seconds > 0
+    # The local operator (this test, on the socket without a token) is shown
+    # the configuration, key by key, as the daemon serves with it.
+    settings = {s.key: s.value for s in status.settings}
+    assert settings["limits.compile_timeout_s"] == str(status.bounds.timeout_seconds)
+    assert all(isinstance(s, kjit.ConfigSetting) for s in status.settings)
     assert client.echo(b"\x00payload") == b"\x00payload"
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them; at run tim
                               Unauthenticated, Unavailable, Unimplemented)
     from kjit._request import Request, infer_kind  # noqa: F401
     from kjit._types import (BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus,  # noqa: F401
-                             CompileResult, CompileWorkersStatus, ConfinementStatus, DaemonStatus, Dim3,
+                             CompileResult, CompileWorkersStatus, ConfigSetting, ConfinementStatus, DaemonStatus, Dim3,
                              ExplainResult, FatbinEntry, FunctionAttribute, GcResult, KernelInfo, KeyComponent,
                              KeyDifference, LaunchAttribute, LaunchPlan, PassTiming, PipelineDescription,
                              PlanResult, StageTiming, TierStats, VerifyResult)
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them; at run tim
 _ERRORS = ("KjitError", "InvalidArgument", "FailedPrecondition", "NotFound", "ResourceExhausted", "Unavailable",
            "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied", "Cancelled")
 _TYPES = ("BlobGroup", "BlobStats", "CacheListing", "CacheStats", "CompileBoundsStatus", "CompileResult",
-          "CompileWorkersStatus", "ConfinementStatus", "DaemonStatus", "Dim3", "ExplainResult", "FatbinEntry",
+          "CompileWorkersStatus", "ConfigSetting", "ConfinementStatus", "DaemonStatus", "Dim3", "ExplainResult", "FatbinEntry",
           "FunctionAttribute", "GcResult", "KernelInfo", "KeyComponent", "KeyDifference", "LaunchAttribute",
           "LaunchPlan", "PassTiming", "PipelineDescription", "PlanResult", "StageTiming", "TierStats", "VerifyResult")
 _SOURCES = {"Client": "kjit._client", "Request": "kjit._request", "infer_kind": "kjit._request",
@@ -67,5 +67,6 @@ __all__ = [
     "CompileResult", "KernelInfo", "Dim3", "StageTiming", "PassTiming", "KeyComponent", "FatbinEntry",
     "PipelineDescription", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
     "CacheStats", "TierStats", "BlobStats", "BlobGroup", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
-    "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "DirectReader", "aio",
+    "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "ConfigSetting", "DirectReader",
+    "aio",
 ]

@@ -378,11 +378,21 @@ class CompileWorkersStatus:
 
 
 @dataclass
+class ConfigSetting:
+    key: str = ""    # the TOML path: "cache.disk_bytes"
+    value: str = ""  # decimal integer, true/false, or the text
+    flag: str = ""   # the command-line flag that sets it; empty: the file alone
+    _proto: ClassVar[str] = "kjit.v1.ConfigSetting"
+
+
+@dataclass
 class DaemonStatus:
     version: str = ""
     confinement: ConfinementStatus = _message(ConfinementStatus)
     bounds: CompileBoundsStatus = _message(CompileBoundsStatus)
     workers: CompileWorkersStatus = _message(CompileWorkersStatus)
+    # The daemon's configuration, for the local operator only.
+    settings: List[ConfigSetting] = _messages(ConfigSetting)
     _proto: ClassVar[str] = "kjit.v1.GetStatusResponse"
 
 
@@ -391,5 +401,5 @@ RESULT_TYPES = (
     FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, CacheStats, BlobGroup,
     CacheListing, GcResult,
     VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
-    DaemonStatus,
+    ConfigSetting, DaemonStatus,
 )

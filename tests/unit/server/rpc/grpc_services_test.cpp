@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "convert/wire_convert.h"  // k_message_trailer, k_log_trailer
+#include "server/config/config_keys.h"
 #include "server/rpc/cache_service.h"
 #include "server/rpc/compiler_service.h"
 #include "server/rpc/diagnostics_service.h"
@@ -607,6 +608,22 @@ TEST_F(GrpcServicesTest, GetStatusReportsTheDaemonsBoundsAndConfinement) {
   EXPECT_EQ(response.bounds().timeout_seconds(), 42u);
   EXPECT_EQ(response.workers().max_workers(), 0u);
   EXPECT_EQ(response.workers().live_workers(), 0u);
+  // The local operator is shown the configuration, every key of its table
+  // in order, as the daemon serves with it.
+  ASSERT_EQ(static_cast<size_t>(response.settings_size()), config_keys().size());
+  for (int i = 0; i < response.settings_size(); ++i) {
+    const ConfigKey& key = config_keys()[static_cast<size_t>(i)];
+    EXPECT_EQ(response.settings(i).key(), key.path);
+    EXPECT_EQ(response.settings(i).flag(), key.flag);
+  }
+  auto setting = [&](std::string_view key) {
+    for (const v1::ConfigSetting& s : response.settings())
+      if (s.key() == key) return s.value();
+    return std::string("(missing)");
+  };
+  EXPECT_EQ(setting("limits.compile_timeout_s"), "42");
+  EXPECT_EQ(setting("limits.compile_cpu_seconds"), "17");
+  EXPECT_EQ(setting("cache.disk"), config.cache.disk ? "true" : "false");
 }
 
 // ---- Launcher ------------------------------------------------------------------
