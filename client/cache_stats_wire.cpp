@@ -2,20 +2,20 @@
 
 #include <string>
 
+#include "convert/counter_fields.h"
+
 namespace kjit {
 namespace {
 
 template <typename Value>
 std::optional<Value> counter_by_name(const google::protobuf::Message& message, std::string_view name) {
   using google::protobuf::FieldDescriptor;
-  const FieldDescriptor* field = message.GetDescriptor()->FindFieldByName(std::string(name));
-  if (!field || field->is_repeated()) return std::nullopt;
+  const FieldDescriptor* field = counter_field(*message.GetDescriptor(), name);
+  if (!field) return std::nullopt;
   const google::protobuf::Reflection* reflection = message.GetReflection();
-  switch (field->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_UINT64: return static_cast<Value>(reflection->GetUInt64(message, field));
-    case FieldDescriptor::CPPTYPE_DOUBLE: return static_cast<Value>(reflection->GetDouble(message, field));
-    default: return std::nullopt;
-  }
+  if (field->cpp_type() == FieldDescriptor::CPPTYPE_UINT64)
+    return static_cast<Value>(reflection->GetUInt64(message, field));
+  return static_cast<Value>(reflection->GetDouble(message, field));
 }
 
 }  // namespace

@@ -2,20 +2,22 @@
 
 #include <string>
 
+#include "convert/counter_fields.h"
+
 namespace kjit {
 namespace {
 
 template <typename Value>
 bool set_by_name(google::protobuf::Message& message, std::string_view name, Value value) {
   using google::protobuf::FieldDescriptor;
-  const FieldDescriptor* field = message.GetDescriptor()->FindFieldByName(std::string(name));
-  if (!field || field->is_repeated()) return false;
+  const FieldDescriptor* field = counter_field(*message.GetDescriptor(), name);
+  if (!field) return false;
   const google::protobuf::Reflection* reflection = message.GetReflection();
-  switch (field->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_UINT64: reflection->SetUInt64(&message, field, static_cast<uint64_t>(value)); return true;
-    case FieldDescriptor::CPPTYPE_DOUBLE: reflection->SetDouble(&message, field, static_cast<double>(value)); return true;
-    default: return false;
-  }
+  if (field->cpp_type() == FieldDescriptor::CPPTYPE_UINT64)
+    reflection->SetUInt64(&message, field, static_cast<uint64_t>(value));
+  else
+    reflection->SetDouble(&message, field, static_cast<double>(value));
+  return true;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "client/cache_stats_wire.h"
 #include "client/cli/cache_stats_output.h"
+#include "convert/counter_fields.h"
 #include "kjit/client.h"
 #include "kjit/v1/cache.pb.h"
 
@@ -20,18 +21,6 @@ namespace {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
-
-// The message's counters: its single uint64 and double fields.
-std::multiset<std::string> counter_fields(const Descriptor* message) {
-  std::multiset<std::string> out;
-  for (int i = 0; i < message->field_count(); ++i) {
-    const FieldDescriptor* field = message->field(i);
-    if (field->is_repeated()) continue;
-    if (field->cpp_type() == FieldDescriptor::CPPTYPE_UINT64 || field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE)
-      out.insert(field->name());
-  }
-  return out;
-}
 
 template <typename Counters>
 std::multiset<std::string> counter_names(const Counters& counters) {
@@ -48,9 +37,9 @@ std::map<std::string, double> values_of(const Counters& counters) {
 }
 
 TEST(ClientCacheStats, EveryCounterFieldIsOneClientCounterAndBack) {
-  EXPECT_EQ(counter_names(CacheTierStats{}), counter_fields(v1::TierStats::descriptor()));
-  EXPECT_EQ(counter_names(CacheBlobStats{}), counter_fields(v1::BlobStats::descriptor()));
-  EXPECT_EQ(counter_names(CacheStats{}), counter_fields(v1::StatsResponse::descriptor()));
+  EXPECT_EQ(counter_names(CacheTierStats{}), counter_field_names(*v1::TierStats::descriptor()));
+  EXPECT_EQ(counter_names(CacheBlobStats{}), counter_field_names(*v1::BlobStats::descriptor()));
+  EXPECT_EQ(counter_names(CacheStats{}), counter_field_names(*v1::StatsResponse::descriptor()));
 }
 
 // Distinct values into every counter field of the wire, by reflection: each
@@ -69,7 +58,7 @@ void fill(google::protobuf::Message& message, double& next) {
 template <typename Counters>
 void expect_arrived(const google::protobuf::Message& sent, const Counters& read) {
   std::map<std::string, double> from_wire;
-  for (const std::string& name : counter_fields(sent.GetDescriptor())) {
+  for (const std::string& name : counter_field_names(*sent.GetDescriptor())) {
     const FieldDescriptor* field = sent.GetDescriptor()->FindFieldByName(name);
     from_wire[name] = field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE
                           ? sent.GetReflection()->GetDouble(sent, field)

@@ -12,25 +12,11 @@
 #include <string_view>
 
 #include "client/cache_stats_wire.h"
+#include "convert/counter_fields.h"
 #include "kjit/client.h"
 
 namespace kjit {
 namespace {
-
-using google::protobuf::Descriptor;
-using google::protobuf::FieldDescriptor;
-
-// The message's counters: its single uint64 and double fields.
-std::multiset<std::string> counter_fields(const Descriptor* message) {
-  std::multiset<std::string> out;
-  for (int i = 0; i < message->field_count(); ++i) {
-    const FieldDescriptor* field = message->field(i);
-    if (field->is_repeated()) continue;
-    if (field->cpp_type() == FieldDescriptor::CPPTYPE_UINT64 || field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE)
-      out.insert(field->name());
-  }
-  return out;
-}
 
 template <typename... Counters>
 std::multiset<std::string> counter_names(const Counters&... counters) {
@@ -48,9 +34,9 @@ std::map<std::string, double> values_of(const Counters&... counters) {
 }
 
 TEST(StatsTranslation, EveryCounterFieldIsOneDaemonCounterAndBack) {
-  EXPECT_EQ(counter_names(TierStats{}), counter_fields(v1::TierStats::descriptor()));
-  EXPECT_EQ(counter_names(BlobStats{}), counter_fields(v1::BlobStats::descriptor()));
-  EXPECT_EQ(counter_names(TieredCacheStats{}, CoalescerStats{}), counter_fields(v1::StatsResponse::descriptor()));
+  EXPECT_EQ(counter_names(TierStats{}), counter_field_names(*v1::TierStats::descriptor()));
+  EXPECT_EQ(counter_names(BlobStats{}), counter_field_names(*v1::BlobStats::descriptor()));
+  EXPECT_EQ(counter_names(TieredCacheStats{}, CoalescerStats{}), counter_field_names(*v1::StatsResponse::descriptor()));
 }
 
 TEST(StatsTranslation, EachCounterGoesFromDaemonToClientUnderItsName) {
