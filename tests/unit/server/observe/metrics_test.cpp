@@ -19,49 +19,18 @@
 #include "server/workers/compile_workers.h"
 #include "server/observe/metrics.h"
 #include "support/loopback.h"
+#include "support/metrics_scrape.h"
 
 namespace kjit {
 namespace {
 
 using test::http_get;
 
-using Labels = std::map<std::string, std::string>;
-
-
-// The samples of an exposition text: name -> every (labels, value) it has.
-std::multimap<std::string, std::pair<Labels, double>> parse_samples(const std::string& text) {
-  std::multimap<std::string, std::pair<Labels, double>> out;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t brace = line.find('{');
-    const size_t space = line.rfind(' ');
-    std::string name = line.substr(0, std::min(brace, space));
-    Labels labels;
-    if (brace != std::string::npos) {
-      // name="value",... (kjit's label values hold no quotes or commas)
-      std::string body = line.substr(brace + 1, line.rfind('}') - brace - 1);
-      std::istringstream pairs(body);
-      std::string pair;
-      while (std::getline(pairs, pair, ',')) {
-        const size_t eq = pair.find('=');
-        if (eq == std::string::npos) continue;
-        labels[pair.substr(0, eq)] = pair.substr(eq + 2, pair.size() - eq - 3);
-      }
-    }
-    out.emplace(name, std::make_pair(labels, std::stod(line.substr(space + 1))));
-  }
-  return out;
-}
+using Labels = test::MetricLabels;
 
 // The value of the sample with exactly these labels; NaN when there is none.
 double sample(const std::string& text, const std::string& name, const Labels& labels = {}) {
-  const auto samples = parse_samples(text);
-  auto [begin, end] = samples.equal_range(name);
-  for (auto it = begin; it != end; ++it)
-    if (it->second.first == labels) return it->second.second;
-  return std::nan("");
+  return test::metric_sample(text, name, labels);
 }
 
 bool has_family(const std::string& text, const std::string& name) {
