@@ -19,6 +19,14 @@ Status write_whole(int fd, std::string_view bytes, const std::string& path) {
   return Ok{};
 }
 
+// Read and write locks on the whole file, owned by the open file description.
+bool lock_whole_file(int fd, short type) {
+  struct flock lock {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
+}
+
 Status sync_directory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return io_error("open directory", dir, errno);
@@ -37,9 +45,21 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, At
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   // mkostemp picks a unique name, so concurrent writers of one path never
   // share a temp file; the last rename wins, and each rename is whole.
-  std::string temp = dir + "/" + std::string(k_atomic_temp_prefix) + base + ".XXXXXX";
-  int fd = ::mkostemp(temp.data(), O_CLOEXEC);
-  if (fd < 0) return io_error("create temp file in", dir, errno);
+  std::string temp;
+  int fd = -1;
+  // The lock says "a writer is alive" to cleaners. A cleaner may lock a file
+  // between its creation and our lock, taking it for a dead writer's: then
+  // it is the cleaner's to remove, and this writer starts another.
+  for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+    temp = dir + "/" + std::string(k_atomic_temp_prefix) + base + ".XXXXXX";
+    fd = ::mkostemp(temp.data(), O_CLOEXEC);
+    if (fd < 0) return io_error("create temp file in", dir, errno);
+    if (!lock_whole_file(fd, F_WRLCK) && (errno == EAGAIN || errno == EACCES)) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  if (fd < 0) return make_error(ErrorCode::unavailable, "every temp file in " + dir + " was taken by a cleaner");
 
   auto fail = [&](Error error) -> Status {
     ::close(fd);
@@ -52,15 +72,15 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, At
   if (::fchmod(fd, options.mode) != 0) return fail(io_error("chmod", temp, errno));
   if (Status written = write_whole(fd, bytes, temp); !written) return fail(written.error());
   if (options.sync && ::fsync(fd) != 0) return fail(io_error("fsync", temp, errno));
-  if (::close(fd) != 0) {
+  // Renamed while still open and locked, so no cleaner takes it for a dead
+  // writer's between the close and the rename.
+  if (::rename(temp.c_str(), path.c_str()) != 0) return fail(io_error("rename onto", path, errno));
+  if (::close(fd) != 0 && !options.sync) {
+    // Unsynced data may not have reached the file: what was published may
+    // be short, so it goes (synced data was checked by fsync already).
     int saved = errno;
-    ::unlink(temp.c_str());
-    return io_error("close", temp, saved);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(temp.c_str());
-    return io_error("rename onto", path, saved);
+    ::unlink(path.c_str());
+    return io_error("close", path, saved);
   }
   // The rename is only durable once the directory is; failing here means the
   // entry is visible but might not survive a power loss, which a cache can
@@ -71,6 +91,22 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, At
 
 bool is_atomic_temp_name(std::string_view file_name) {
   return file_name.starts_with(k_atomic_temp_prefix);
+}
+
+TempFileWriter temp_file_writer(int dir_fd, const char* name, int* held) {
+  *held = -1;
+  // Read-only is enough for a read lock, which conflicts with the writer's
+  // write lock, so another user's temp file can be judged too where it is
+  // readable.
+  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return TempFileWriter::unknown;
+  if (lock_whole_file(fd, F_RDLCK)) {
+    *held = fd;
+    return TempFileWriter::dead;
+  }
+  const int error = errno;
+  ::close(fd);
+  return error == EAGAIN || error == EACCES ? TempFileWriter::alive : TempFileWriter::unknown;
 }
 
 }  // namespace kjit

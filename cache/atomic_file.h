@@ -30,4 +30,17 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, At
 // True when a directory entry's name is one of write_file_atomically's temp files.
 bool is_atomic_temp_name(std::string_view file_name);
 
+// What a cleaner finds of a temp file: a live writer holds a lock on it
+// (an open file description lock, which the kernel drops when the writer
+// dies, however it dies) from its creation until after its rename.
+enum class TempFileWriter {
+  alive,    // its writer holds the lock: leave it
+  dead,     // nobody holds it: the writer is gone, remove it
+  unknown,  // cannot tell (not ours to open, or no such locks here)
+};
+// Looks at the temp file `name` in the directory `dir_fd`. A dead writer's
+// file stays locked by this call until `held` is closed, so a writer that
+// reached it meanwhile cannot take it back; the caller removes it first.
+TempFileWriter temp_file_writer(int dir_fd, const char* name, int* held);
+
 }  // namespace kjit

@@ -156,7 +156,14 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
       // startup take seconds.
       if (::fstatat(dir_fd, file->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
       if (temp) {
-        if (to_ns(st.st_mtim) < temp_cutoff_ns && ::unlinkat(dir_fd, file->d_name, 0) == 0) ++out.temp_files_removed;
+        // A dead writer's file goes at once; one whose writer cannot be
+        // told (another user's, unreadable) only once it is old.
+        int held = -1;
+        const TempFileWriter writer = temp_file_writer(dir_fd, file->d_name, &held);
+        const bool dead = writer == TempFileWriter::dead ||
+                          (writer == TempFileWriter::unknown && to_ns(st.st_mtim) < temp_cutoff_ns);
+        if (dead && ::unlinkat(dir_fd, file->d_name, 0) == 0) ++out.temp_files_removed;
+        if (held >= 0) ::close(held);
         continue;
       }
       std::string_view key = file_name.substr(0, file_name.size() - k_disk_entry_suffix.size());
@@ -327,6 +334,7 @@ Result<DiskStore::VerifyReport> DiskStore::verify() {
   Result<Scan> scanned = scan(/*collect_files=*/true);
   if (!scanned) return scanned.error();
   VerifyReport report;
+  report.temp_files_removed = scanned->temp_files_removed;
   for (const ScannedFile& f : scanned->files) {
     Fd file(::open(f.path.c_str(), O_RDONLY | O_CLOEXEC));
     if (file.fd < 0) continue;  // removed meanwhile

@@ -45,7 +45,9 @@ class DiskStore final : public Store {
     // metadata write on every hit of a hot entry; recency is thus known to
     // this resolution.
     std::chrono::milliseconds touch_interval{1000};
-    // Temp files older than this belong to dead writers and are removed by scans.
+    // A temp file whose writer holds no lock is a dead writer's and a scan
+    // removes it at once (atomic_file.h); one whose writer cannot be told
+    // (not readable here) is taken for dead once older than this.
     std::chrono::seconds temp_max_age{3600};
     bool sync = true;  // fsync on publish (see AtomicWriteOptions)
     // Off for readers that never put (the client library reading the
@@ -56,6 +58,7 @@ class DiskStore final : public Store {
   struct VerifyReport {
     uint64_t checked = 0;
     uint64_t removed = 0;  // failed verification (also counted as corruptions)
+    uint64_t temp_files_removed = 0;  // dead writers' temp files
   };
 
   struct GcReport {

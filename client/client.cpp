@@ -313,7 +313,7 @@ Result<CacheVerifyResult> Client::cache_verify() const {
   v1::VerifyResponse response;
   grpc::Status status = impl_->cache->Verify(&context, v1::VerifyRequest(), &response);
   if (!status.ok()) return from_grpc_status(status, context);
-  return CacheVerifyResult{response.checked(), response.removed()};
+  return CacheVerifyResult{response.checked(), response.removed(), response.temp_files_removed()};
 }
 
 Result<KeyExplanation> Client::explain(const ExplainSide& left, const ExplainSide& right) const {

@@ -131,8 +131,12 @@ int run_cache(const CacheArgs& args, const Connection& connection) {
   if (*args.verify) {
     Result<CacheVerifyResult> verify = client.cache_verify();
     if (!verify) return report_error(verify.error(), connection.target);
-    std::printf("checked %llu entries, removed %llu bad ones\n", (unsigned long long)verify->checked,
+    std::printf("checked %llu entries, removed %llu bad ones", (unsigned long long)verify->checked,
                 (unsigned long long)verify->removed);
+    if (verify->temp_files_removed)
+      std::printf(" and %llu temp file(s) of writers that died mid-write",
+                  (unsigned long long)verify->temp_files_removed);
+    std::printf("\n");
     return k_exit_ok;
   }
   if (*args.explain) {

@@ -235,6 +235,7 @@ struct CacheGcResult {
 
 struct CacheVerifyResult {
   uint64_t checked = 0, removed = 0;
+  uint64_t temp_files_removed = 0;  // temp files of writers that died mid-write
 };
 
 // A client blob: opaque bytes stored under (namespace, key, name).

@@ -92,6 +92,7 @@ grpc::Status CacheService::Verify(grpc::ServerContext* context, const v1::Verify
     if (!report) return to_grpc_status(report.error(), *context);
     response->set_checked(report->checked);
     response->set_removed(report->removed);
+    response->set_temp_files_removed(report->temp_files_removed);
     return grpc::Status::OK;
   });
 }

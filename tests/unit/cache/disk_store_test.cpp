@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -264,21 +265,61 @@ TEST(DiskStore, AHitRefreshesTheSharedRecency) {
   EXPECT_GT(st.st_mtim.tv_sec, 1'000'000'000 + 1000);
 }
 
-TEST(DiskStore, StaleTempFilesAreRemovedByAgeOnly) {
+// A temp file whose writer holds its lock is a live writer's, however old;
+// one nobody holds is a dead writer's, however fresh, and goes at the next
+// scan (a start, gc or verify). Open file description locks conflict between
+// two opens in one process as between processes, so one process plays both.
+TEST(DiskStore, DeadWritersTempFilesGoAtOnceLiveOnesStay) {
   test::TempDir dir;
   auto store = open_store(dir.path());
   ASSERT_TRUE(store->put(make_entry(key_for(1), "x")).ok());
   const std::string fan = dir.path() + "/v" + std::to_string(k_entry_format_version) + "/" + key_for(1).substr(0, 2);
-  const std::string stale = fan + "/" + std::string(k_atomic_temp_prefix) + "dead-writer";
-  const std::string fresh = fan + "/" + std::string(k_atomic_temp_prefix) + "live-writer";
-  write_file(stale, "partial");
-  write_file(fresh, "partial");
+  const std::string dead = fan + "/" + std::string(k_atomic_temp_prefix) + "dead-writer";
+  const std::string live = fan + "/" + std::string(k_atomic_temp_prefix) + "live-writer";
+  write_file(dead, "partial");
+  write_file(live, "partial");
   const timespec old_times[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};
-  ASSERT_EQ(::utimensat(AT_FDCWD, stale.c_str(), old_times, 0), 0);
+  ASSERT_EQ(::utimensat(AT_FDCWD, live.c_str(), old_times, 0), 0);  // old, yet its writer is alive
+  const int writer = ::open(live.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(writer, 0);
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  ASSERT_EQ(::fcntl(writer, F_OFD_SETLK, &lock), 0) << std::strerror(errno);
+
   auto reopened = open_store(dir.path());
-  EXPECT_FALSE(std::filesystem::exists(stale));
-  EXPECT_TRUE(std::filesystem::exists(fresh));
+  EXPECT_FALSE(std::filesystem::exists(dead)) << "a fresh temp file nobody writes survived the start";
+  EXPECT_TRUE(std::filesystem::exists(live)) << "a live writer's temp file was removed";
   EXPECT_EQ(reopened->stats().entries, 1u);  // temp files are never entries
+
+  // Its writer dies (its descriptions close): verify reports and removes it.
+  ::close(writer);
+  Result<DiskStore::VerifyReport> verified = reopened->verify();
+  ASSERT_TRUE(verified) << verified.error().message;
+  EXPECT_EQ(verified->temp_files_removed, 1u);
+  EXPECT_EQ(verified->removed, 0u);
+  EXPECT_FALSE(std::filesystem::exists(live));
+}
+
+// A writer holds its temp file's lock until its rename, so a scan running
+// beside puts never removes a file being written: every put succeeds.
+TEST(DiskStore, ScansBesideWritersNeverTakeALiveWritersFile) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  std::atomic<bool> done{false};
+  std::atomic<int> failed{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 300; ++i)
+      if (!store->put(make_entry(key_for(i % 4), std::string(4096, 'x'))).ok()) ++failed;
+    done = true;
+  });
+  int scans = 0;
+  while (!done) {
+    ASSERT_NE(open_store(dir.path()), nullptr);  // each open scans the directory
+    ++scans;
+  }
+  writer.join();
+  EXPECT_EQ(failed.load(), 0) << "a put failed while " << scans << " scans ran beside it";
 }
 
 TEST(AtomicFile, ReplacesWholeAndLeavesNoTempOnFailure) {

@@ -316,6 +316,7 @@ class GcResult:
 class VerifyResult:
     checked: int = 0
     removed: int = 0
+    temp_files_removed: int = 0  # temp files of writers that died mid-write
     _proto: ClassVar[str] = "kjit.v1.VerifyResponse"
 
 
