@@ -49,12 +49,17 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, At
   int fd = -1;
   // The lock says "a writer is alive" to cleaners. A cleaner may lock a file
   // between its creation and our lock, taking it for a dead writer's: then
-  // it is the cleaner's to remove, and this writer starts another.
+  // it is the cleaner's to remove (it unlinks it before it lets go), and
+  // this writer starts another, whether the cleaner still holds the file
+  // or has removed it already.
   for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
     temp = dir + "/" + std::string(k_atomic_temp_prefix) + base + ".XXXXXX";
     fd = ::mkostemp(temp.data(), O_CLOEXEC);
     if (fd < 0) return io_error("create temp file in", dir, errno);
-    if (!lock_whole_file(fd, F_WRLCK) && (errno == EAGAIN || errno == EACCES)) {
+    struct stat st {};
+    const bool locked = lock_whole_file(fd, F_WRLCK);
+    const bool taken = locked ? ::fstat(fd, &st) == 0 && st.st_nlink == 0 : errno == EAGAIN || errno == EACCES;
+    if (taken) {
       ::close(fd);
       fd = -1;
     }

@@ -308,9 +308,12 @@ TEST(DiskStore, ScansBesideWritersNeverTakeALiveWritersFile) {
   auto store = open_store(dir.path());
   std::atomic<bool> done{false};
   std::atomic<int> failed{0};
+  std::string first_error;
   std::thread writer([&] {
-    for (int i = 0; i < 300; ++i)
-      if (!store->put(make_entry(key_for(i % 4), std::string(4096, 'x'))).ok()) ++failed;
+    for (int i = 0; i < 300; ++i) {
+      Status put = store->put(make_entry(key_for(i % 4), std::string(4096, 'x')));
+      if (!put.ok() && failed++ == 0) first_error = put.error().message;
+    }
     done = true;
   });
   int scans = 0;
@@ -319,7 +322,7 @@ TEST(DiskStore, ScansBesideWritersNeverTakeALiveWritersFile) {
     ++scans;
   }
   writer.join();
-  EXPECT_EQ(failed.load(), 0) << "a put failed while " << scans << " scans ran beside it";
+  EXPECT_EQ(failed.load(), 0) << "a put failed while " << scans << " scans ran beside it: " << first_error;
 }
 
 TEST(AtomicFile, ReplacesWholeAndLeavesNoTempOnFailure) {
