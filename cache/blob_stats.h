@@ -12,6 +12,9 @@ namespace kjit {
 struct BlobStats {
   uint64_t puts = 0, put_bytes = 0, gets = 0, hits = 0, misses = 0;
   uint64_t groups_put = 0, group_gets = 0, group_hits = 0;
+  // Puts that found other bytes already stored under the same identity in
+  // the caller's blob namespace; the first writer's stay.
+  uint64_t put_conflicts = 0;
 };
 
 // The counters by name, as kjit.v1.BlobStats names them: visit(name,
@@ -27,6 +30,7 @@ void for_each_counter(Stats& stats, Visit&& visit) {
   visit("groups_put", stats.groups_put);
   visit("group_gets", stats.group_gets);
   visit("group_hits", stats.group_hits);
+  visit("put_conflicts", stats.put_conflicts);
 }
 
 }  // namespace kjit

@@ -167,6 +167,7 @@ struct CacheBlobStats {
   uint64_t puts = 0, put_bytes = 0;
   uint64_t gets = 0, hits = 0, misses = 0;  // one per name; a group counts its members
   uint64_t groups_put = 0, group_gets = 0, group_hits = 0;  // group_hits: every member found
+  uint64_t put_conflicts = 0;  // puts that found other bytes stored under their identity: the first stays
 };
 
 struct CacheStats {
@@ -209,6 +210,7 @@ void for_each_counter(Stats& stats, Visit&& visit) {
   visit("groups_put", stats.groups_put);
   visit("group_gets", stats.group_gets);
   visit("group_hits", stats.group_hits);
+  visit("put_conflicts", stats.put_conflicts);
 }
 
 template <typename Stats, typename Visit>

@@ -99,6 +99,14 @@ std::optional<BlobHit> BlobStore::lookup(const NamespacedCache& blobs, const Blo
   return BlobHit{std::move(hit->entry), hit->tier};
 }
 
+void BlobStore::store_first(const NamespacedCache& blobs, CacheEntry entry) {
+  if (std::optional<BlobHit> stored = lookup(blobs, *entry.blob)) {
+    if (stored->entry->artifact.bytes != entry.artifact.bytes) ++put_conflicts_;
+    return;
+  }
+  blobs.put(std::move(entry));
+}
+
 Result<std::string> BlobStore::put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                                    std::string_view name, std::string data) {
   if (Status s = check_identity(ns, key, name); !s) return s.error();
@@ -113,9 +121,9 @@ Result<std::string> BlobStore::put(const NamespacedCache& blobs, std::string_vie
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   const uint64_t size = data.size();
   entry.artifact.bytes = std::move(data);
-  blobs.put(std::move(entry));
   ++puts_;
   put_bytes_ += size;
+  store_first(blobs, std::move(entry));
   return cache_key;
 }
 
@@ -142,8 +150,8 @@ Status BlobStore::put_group(const NamespacedCache& blobs, std::string_view ns, s
   entry.key = blob_cache_key(k_blob_group_kind, ns, key, group);
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   entry.artifact.bytes = encode_names(names);
-  blobs.put(std::move(entry));
   ++groups_put_;
+  store_first(blobs, std::move(entry));
   return Ok{};
 }
 
@@ -193,6 +201,7 @@ BlobStats BlobStore::stats() const {
   out.groups_put = groups_put_;
   out.group_gets = group_gets_;
   out.group_hits = group_hits_;
+  out.put_conflicts = put_conflicts_;
   return out;
 }
 

@@ -12,6 +12,15 @@
 // Storage: a NamespacedCache of blobs (DaemonCache::blobs_in), bound to the
 // caller's namespace, so no caller reads or replaces another namespace's
 // blobs, and blob lookups never show in the compile counts.
+//
+// The first writer wins: a put whose identity already holds a valid entry
+// in the caller's namespace leaves it there (and counts put_conflicts when
+// the bytes differ). Only callers of one namespace compete (one user's
+// processes, or the users a [[blob_sharing]] entry names), and none of them
+// can swap bytes another has already loaded or will load for a cubin of its
+// own; a user replaces its own blob by removing it first (kjit cache rm).
+// Nothing about the writer is recorded, so the entry format is unchanged.
+// Two first puts at once both store; the later one stays.
 #pragma once
 
 #include <atomic>
@@ -86,11 +95,15 @@ class BlobStore {
 
  private:
   std::optional<BlobHit> lookup(const NamespacedCache& blobs, const BlobIdentity& identity);
+  // Stores entry unless a valid entry of the same identity is there: then
+  // the first stays, and other bytes count as a conflict.
+  void store_first(const NamespacedCache& blobs, CacheEntry entry);
   Status check_identity(std::string_view ns, std::string_view key, std::string_view name) const;
 
   uint64_t max_blob_bytes_;
   std::atomic<uint64_t> puts_{0}, put_bytes_{0}, gets_{0}, hits_{0}, misses_{0};
   std::atomic<uint64_t> groups_put_{0}, group_gets_{0}, group_hits_{0};
+  std::atomic<uint64_t> put_conflicts_{0};
 };
 
 }  // namespace kjit

@@ -65,6 +65,50 @@ Status read_toolkits(const toml::node& node, const std::string& path, std::vecto
   return Ok{};
 }
 
+// [[blob_sharing]]: group and/or uids, and the namespace they share. The
+// namespace follows the rule of tenants' namespaces (1-32 of [a-z0-9_-],
+// starting with a letter or digit): it becomes part of stored keys.
+Status read_blob_sharing(const toml::node& node, const std::string& path, std::vector<BlobSharing>& out) {
+  const toml::array* array = node.as_array();
+  if (!array) return config_error(path, "blob_sharing must be an array of [[blob_sharing]] tables");
+  for (const toml::node& item : *array) {
+    const toml::table* t = item.as_table();
+    if (!t) return config_error(path, "blob_sharing must be an array of [[blob_sharing]] tables");
+    BlobSharing sharing;
+    for (auto&& [key, value] : *t) {
+      const std::string k(key.str());
+      if (k == "group" || k == "namespace") {
+        auto text = value.value_exact<std::string>();
+        if (!text) return config_error(path, "blob_sharing." + k + " must be a string");
+        (k == "group" ? sharing.group : sharing.ns) = *text;
+      } else if (k == "uids") {
+        const toml::array* uids = value.as_array();
+        if (!uids) return config_error(path, "blob_sharing.uids must be an array of user ids");
+        for (const toml::node& uid : *uids) {
+          auto v = uid.value_exact<int64_t>();
+          // -1 is no user: it means "unchanged" to setresuid and chown.
+          if (!v || *v < 0 || *v >= 0xffffffffll) return config_error(path, "blob_sharing.uids must be an array of user ids");
+          sharing.uids.push_back(static_cast<uint32_t>(*v));
+        }
+      } else {
+        return config_error(path, "unknown key blob_sharing." + k);
+      }
+    }
+    const std::string& ns = sharing.ns;
+    const bool ns_ok = !ns.empty() && ns.size() <= 32 && ns[0] != '-' && ns[0] != '_' &&
+                       std::all_of(ns.begin(), ns.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+                       });
+    if (!ns_ok)
+      return config_error(path, "each [[blob_sharing]] needs a namespace of 1-32 characters of [a-z0-9_-], "
+                                "starting with a letter or digit");
+    if (sharing.group.empty() && sharing.uids.empty())
+      return config_error(path, "[[blob_sharing]] namespace \"" + ns + "\" names no group and no uids");
+    out.push_back(std::move(sharing));
+  }
+  return Ok{};
+}
+
 // A scalar's TOML value as its row's kind; nullopt when the node holds
 // another kind (a float where an integer is wanted, a number for a string).
 std::optional<ConfigValue> toml_value(const ConfigKey& key, const toml::node& node) {
@@ -143,6 +187,7 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     else if (k == "llvm_pass_plugins") s = read_strings(node, path, k, config.llvm_pass_plugins);
     else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
     else if (k == "toolkit_paths") s = read_strings(node, path, k, config.toolkit_paths);
+    else if (k == "blob_sharing") s = read_blob_sharing(node, path, config.blob_sharing);
     else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (std::optional<Status> scalar = read_scalar(k, path, node, config)) s = *scalar;
     else return config_error(path, "unknown key " + k);

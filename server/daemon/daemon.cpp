@@ -38,7 +38,10 @@
 #include "server/workers/worker_confinement.h"
 #include "kjit/socket_path.h"
 #include "server/daemon/direct_read_manifest.h"
+#include "server/daemon/socket_acceptor.h"
 #include "server/daemon/systemd_notify.h"
+#include "server/access/local_users.h"
+#include "server/access/peer_credentials.h"
 
 namespace kjit {
 namespace {
@@ -174,7 +177,15 @@ Status Daemon::start() {
       // Compiles in the daemon's process still get bounded concurrency.
       config_.compile_workers > 0 ? config_.compile_workers : 2,
       std::chrono::milliseconds(config_.admission.retry_after_ms)});
-  gate_ = std::make_shared<CallGate>(CallGate::Options{tenants, config_.socket_requires_token, metrics_});
+  // Who is on the socket: the kernel says (socket_acceptor.h), this decides
+  // who of them is an operator and where each one's blobs live.
+  Result<std::shared_ptr<const LocalUserPolicy>> local_users = LocalUserPolicy::make(
+      {.daemon_uid = static_cast<uint32_t>(::geteuid()), .admin_group = config_.admin_group,
+       .blob_sharing = config_.blob_sharing});
+  if (!local_users) return local_users.error();
+  auto peers = std::make_shared<PeerRegistry>();
+  gate_ = std::make_shared<CallGate>(
+      CallGate::Options{tenants, config_.socket_requires_token, metrics_, peers, *local_users});
   auto cache = open_daemon_cache(config_.cache);
   auto compiler = std::make_shared<const CachedCompiler>(config_, std::move(pipeline.value()), cache, workers_, admission_);
   blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
@@ -203,8 +214,12 @@ Status Daemon::start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // The socket is kjitd's own, not a gRPC listening port: gRPC would not
+  // tell a handler who connected.
   const std::string bound_path = binding_path(socket_path_);
-  builder.AddListeningPort("unix:" + bound_path, grpc::InsecureServerCredentials());
+  Result<int> listen_fd = listen_on_unix_socket(bound_path);
+  if (!listen_fd) return listen_fd.error();
+  acceptor_ = std::make_unique<SocketAcceptor>(*listen_fd, peers, *local_users);
   int tcp_port = 0;
   if (Status s = add_tcp_listener(builder, config_, &tcp_port); !s) return s;
   // Room for the largest request any configured limit admits, so kjit's own
@@ -218,8 +233,12 @@ Status Daemon::start() {
   builder.RegisterService(diagnostics_service_.get());
 
   server_ = builder.BuildAndStart();
-  if (!server_) return make_error(ErrorCode::failed_precondition, "cannot listen on unix:" + socket_path_ +
-                                                                       (config_.listen_address.empty() ? "" : " or " + config_.listen_address));
+  if (!server_) {
+    acceptor_.reset();
+    ::unlink(bound_path.c_str());
+    return make_error(ErrorCode::failed_precondition,
+                      "cannot serve" + (config_.listen_address.empty() ? "" : " on " + config_.listen_address));
+  }
   // Health says SERVING only once the start is over (below): whoever polls
   // it, a test, a container's probe, `kjit health`, then finds the socket's
   // mode and group set and the direct-read manifest published.
@@ -231,6 +250,8 @@ Status Daemon::start() {
   if (group_id && ::chown(bound_path.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
     return make_error(ErrorCode::failed_precondition, "cannot give the socket to group " + config_.socket_group + ": " +
                                                           std::strerror(errno));
+  // Connections wait in the socket's backlog until the acceptor runs.
+  if (Status s = acceptor_->start(server_.get()); !s) return s;
   if (bound_path != socket_path_ && ::rename(bound_path.c_str(), socket_path_.c_str()) != 0) {
     const int saved = errno;
     ::unlink(bound_path.c_str());
@@ -264,8 +285,10 @@ Status Daemon::start() {
 }
 
 // Local clients may read the disk tier themselves only where what they read
-// is what the socket would answer them: a tokenless request on the socket is
-// the local operator, in the default namespace.
+// is what the socket would answer them: the manifest is kjitd's user's alone
+// (mode 0600), an operator whose tokenless requests are served in the
+// default namespace; every other user's blobs are its own and go over the
+// socket, where kjitd knows who asks.
 void Daemon::publish_direct_reads(const DaemonCache* cache) {
   if (!config_.cache.direct_reads || !cache) return;
   const std::optional<DaemonCache::DiskLayout> disk = cache->disk_layout();
@@ -326,6 +349,8 @@ void Daemon::stop_serving(std::chrono::milliseconds grace) {
       std::unique_lock lock(mutex);
       if (!shut.wait_for(lock, grace, [&] { return done; }) && workers_) workers_->stop();
     });
+    // No connection is handed over to a server shutting down.
+    if (acceptor_) acceptor_->stop();
     server_->Shutdown(std::chrono::system_clock::now() + grace);
     {
       std::lock_guard lock(mutex);

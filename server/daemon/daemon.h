@@ -1,5 +1,7 @@
-// kjitd's gRPC server: the unix socket (and optional TCP address), the
-// Compiler, Health and reflection services, and an orderly shutdown.
+// kjitd's gRPC server: the unix socket (accepted by kjitd itself, which
+// reads each connection's credentials; socket_acceptor.h) and an optional
+// TCP address, the Compiler, Health and reflection services, and an orderly
+// shutdown.
 #pragma once
 
 #include <chrono>
@@ -27,6 +29,8 @@ class CompileAdmission;
 class CallGate;
 class Metrics;
 class DaemonCache;
+class SocketAcceptor;
+class PeerRegistry;
 
 class Daemon {
  public:
@@ -66,6 +70,9 @@ class Daemon {
   std::unique_ptr<CacheService> cache_service_;
   std::unique_ptr<DiagnosticsService> diagnostics_service_;
   std::unique_ptr<grpc::Server> server_;
+  // The unix socket's connections, accepted here for their credentials and
+  // handed to server_; stopped before server_ shuts down.
+  std::unique_ptr<SocketAcceptor> acceptor_;
   std::once_flag shutdown_once_;
 
   void stop_serving(std::chrono::milliseconds grace);

@@ -51,21 +51,14 @@ Status write_direct_read_manifest(const DirectReadManifest& manifest) {
     return make_error(ErrorCode::internal, "cannot stat " + manifest.socket_path + ": " + std::strerror(errno));
   // Not synced: the file describes a running daemon, and a crash makes it stale anyway.
   const std::string path = direct_read_manifest_path(manifest.socket_path);
-  if (Status s = write_file_atomically(path, manifest_json(manifest, socket_stat),
-                                       AtomicWriteOptions{.sync = false, .mode = 0640});
-      !s)
-    return s;
-  // Readable by whoever may use the socket: its group (socket_group) too.
-  // Only changed where it differs: the file is made in the daemon's group,
-  // which is the socket's unless socket_group names another, and a hardened
-  // unit (systemd's SystemCallFilter=~@privileged) refuses chown even to
-  // the group a file already has.
-  struct stat written {};
-  if (::stat(path.c_str(), &written) != 0)
-    return make_error(ErrorCode::internal, "cannot stat " + path + ": " + std::strerror(errno));
-  if (written.st_gid != socket_stat.st_gid && ::chown(path.c_str(), static_cast<uid_t>(-1), socket_stat.st_gid) != 0)
-    return make_error(ErrorCode::internal, "cannot give " + path + " to the socket's group: " + std::strerror(errno));
-  return Ok{};
+  // Readable by kjitd's own user (and root) alone: they are the operators
+  // a tokenless socket request of theirs is served as, in the default
+  // namespace the manifest names. Every other user of the socket keeps its
+  // blobs in a namespace of its own, which the daemon serves over the
+  // socket only, where it knows who asks (local_users.h); a manifest it
+  // could read would name a namespace that is not its own.
+  return write_file_atomically(path, manifest_json(manifest, socket_stat),
+                               AtomicWriteOptions{.sync = false, .mode = 0600});
 }
 
 void remove_direct_read_manifest(const std::string& socket_path) {

@@ -8,8 +8,11 @@
 //
 // What keeps a direct read from serving what the daemon would not:
 // - the file exists only while a daemon serves on that socket with a disk
-//   tier, and only when the socket serves callers without a token (the
-//   local operator's namespace); it is removed before the socket is bound
+//   tier, and only when the socket serves callers without a token; it is
+//   readable by kjitd's user alone (and root), whose tokenless requests are
+//   the operator's, in the default namespace it names (every other socket
+//   user's blobs are its own, served over the socket, see
+//   server/access/local_users.h); it is removed before the socket is bound
 //   and when the daemon stops, and names the socket's inode and change
 //   time, so a reader can tell a leftover from a crashed daemon (nothing
 //   listens) or another daemon's socket; a reader also notices when the
@@ -43,8 +46,8 @@ struct DirectReadManifest {
 std::string direct_read_manifest_path(const std::string& socket_path);
 
 // Writes the manifest atomically, naming the socket's current inode and
-// change time (the socket must exist), mode 0640 and in the socket's group,
-// so that whoever may use the socket may read it.
+// change time (the socket must exist), mode 0600: only kjitd's user (and
+// root), operators served in the default namespace, read it.
 Status write_direct_read_manifest(const DirectReadManifest& manifest);
 
 // Removes the manifest beside socket_path, if any.

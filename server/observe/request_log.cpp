@@ -14,16 +14,22 @@ namespace kjit {
 namespace {
 
 thread_local std::string t_request_id;
+thread_local std::string t_who;
 
 constexpr size_t k_max_client_id = 64;
 
-// Writes "[req <id>] " when the logging thread works for a request.
+// Writes "[req <id>] " when the logging thread works for a request, and
+// "[uid .. gid .. pid ..] " when the daemon knows who sent it.
 class RequestIdFlag final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
     if (t_request_id.empty()) return;
     dest.append(std::string_view("[req "));
     dest.append(t_request_id);
+    dest.append(std::string_view("] "));
+    if (t_who.empty()) return;
+    dest.append(std::string_view("["));
+    dest.append(t_who);
     dest.append(std::string_view("] "));
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<RequestIdFlag>(); }
@@ -84,11 +90,16 @@ std::string accept_request_id(std::string_view from_client) {
   return std::string(from_client);
 }
 
-RequestLogScope::RequestLogScope(std::string_view request_id) : previous_(std::move(t_request_id)) {
+RequestLogScope::RequestLogScope(std::string_view request_id, std::string_view who)
+    : previous_(std::move(t_request_id)), previous_who_(std::move(t_who)) {
   t_request_id.assign(request_id);
+  t_who.assign(who);
 }
 
-RequestLogScope::~RequestLogScope() { t_request_id = std::move(previous_); }
+RequestLogScope::~RequestLogScope() {
+  t_request_id = std::move(previous_);
+  t_who = std::move(previous_who_);
+}
 
 const std::string& current_request_id() { return t_request_id; }
 

@@ -16,16 +16,19 @@ std::string new_request_id();
 // The client's id when it is well formed, else a fresh one.
 std::string accept_request_id(std::string_view from_client);
 
-// While alive, log lines of this thread carry the id.
+// While alive, log lines of this thread carry the id, and who called when
+// the daemon knows ("uid 1000 gid 1000 pid 4242" on its socket):
+// "[req <id>] [uid 1000 gid 1000 pid 4242] ...".
 class RequestLogScope {
  public:
-  explicit RequestLogScope(std::string_view request_id);
+  explicit RequestLogScope(std::string_view request_id, std::string_view who = {});
   ~RequestLogScope();
   RequestLogScope(const RequestLogScope&) = delete;
   RequestLogScope& operator=(const RequestLogScope&) = delete;
 
  private:
   std::string previous_;
+  std::string previous_who_;
 };
 
 // The id of the request this thread works for; empty when none.

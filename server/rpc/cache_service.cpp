@@ -34,8 +34,12 @@ grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequ
   return gate_->serve(context, "List", [&](const Caller& caller) -> grpc::Status {
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
-    // A caller sees its own namespace's entries, under the keys it knows.
-    Result<std::vector<StoredKey>> keys = compiles_of(*cache, caller).list();
+    // A caller sees its own namespace's entries, under the keys it knows:
+    // the operator the default namespace (compile entries and its blobs), a
+    // tenant its namespace, a socket user its blob namespace alone, never
+    // the compile entries it shares with every other user.
+    Result<std::vector<StoredKey>> keys =
+        owns_its_compiles(caller) ? compiles_of(*cache, caller).list() : blobs_of(*cache, caller).list();
     if (!keys) return to_grpc_status(keys.error(), *context);
     std::sort(keys->begin(), keys->end(), [](const StoredKey& a, const StoredKey& b) { return a.last_access_unix > b.last_access_unix; });
     for (const StoredKey& key : *keys) {
@@ -54,9 +58,21 @@ grpc::Status CacheService::Remove(grpc::ServerContext* context, const v1::Remove
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
     // `kjit cache ls` lists blobs too, so `kjit cache rm` takes their keys.
-    if (!is_blob_cache_key(request->key()))
+    const bool blob = is_blob_cache_key(request->key());
+    if (!blob)
       if (Status spelled = check_key_spelling(request->key()); !spelled) return to_grpc_status(spelled.error(), *context);
-    compiles_of(*cache, caller).remove(request->key());
+    if (owns_its_compiles(caller)) {
+      compiles_of(*cache, caller).remove(request->key());
+    } else if (blob) {
+      // A socket user's blobs are its own namespace's: nobody else's can be
+      // named here.
+      blobs_of(*cache, caller).remove(request->key());
+    } else {
+      return to_grpc_status(gate_->operators_only("removing a compile entry, which every user shares,",
+                                                  "kjit cache rm takes the keys of your own blobs (kjit cache ls "
+                                                  "lists them)"),
+                            *context);
+    }
     return grpc::Status::OK;
   });
 }
@@ -66,10 +82,12 @@ grpc::Status CacheService::Gc(grpc::ServerContext* context, const v1::GcRequest*
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
     if (!cache->has_disk()) return to_grpc_status(disk_off(), *context);
-    // A tenant collects its own namespace (down to max_bytes of its own);
-    // the local operator the whole tier.
+    // The operator collects the whole tier; anyone else its own entries
+    // (down to max_bytes of its own): a tenant's namespace, a socket user's
+    // blobs. The compile entries every user shares are the operator's to
+    // collect.
     Result<DiskStore::GcReport> report = caller.is_operator() ? cache->gc_disk(request->max_bytes())
-                                                              : compiles_of(*cache, caller).gc(request->max_bytes());
+                                                              : blobs_of(*cache, caller).gc(request->max_bytes());
     if (!report) return to_grpc_status(report.error(), *context);
     response->set_removed_entries(report->removed_entries);
     response->set_removed_bytes(report->removed_bytes);
@@ -85,8 +103,8 @@ grpc::Status CacheService::Verify(grpc::ServerContext* context, const v1::Verify
     if (!cache) return to_grpc_status(cache_off(), *context);
     if (!cache->has_disk()) return to_grpc_status(disk_off(), *context);
     if (!caller.is_operator())
-      return to_grpc_status(make_error(ErrorCode::permission_denied,
-                                       "cache verify reads every tenant's entries; only the local operator may run it"),
+      return to_grpc_status(gate_->operators_only("cache verify, which reads and removes every user's entries,",
+                                                  "kjit cache gc collects your own entries only"),
                             *context);
     Result<DiskStore::VerifyReport> report = cache->verify_disk();
     if (!report) return to_grpc_status(report.error(), *context);
@@ -107,6 +125,11 @@ Result<CacheKey> CacheService::key_of(const v1::ExplainSide& side, const Caller&
   if (Status spelled = check_key_spelling(key); !spelled) return spelled.error();
   DaemonCache* cache = compiler_->cache();
   if (!cache) return cache_off();
+  // By key, only what the caller may list: a socket user lists no compile
+  // entry, as each is every user's.
+  if (!owns_its_compiles(caller))
+    return gate_->operators_only("explaining a stored entry by its key",
+                                 "kjit explain compares two requests (sources and options) for anyone");
   std::optional<CacheHit> hit = compiles_of(*cache, caller).get(key);
   if (!hit) return make_error(ErrorCode::not_found, "no cache entry for key " + key);
   return CacheKey{hit->entry->artifact.key_components, key};

@@ -1,5 +1,6 @@
 // The door every RPC of kjitd's services passes: who is calling (a tenant by
-// its token, or the local operator), the request's id, whether the daemon
+// its token; on the socket without one, the user the kernel names, an
+// operator or not; anyone else the operator), the request's id, whether the daemon
 // still takes work (not while draining), and, when the call ends, its
 // metrics. Services call open() first and close() with the status they
 // answer; serve() does both around a synchronous handler.
@@ -21,6 +22,8 @@
 #include "kjit/status.h"
 #include "server/observe/request_log.h"
 #include "server/edge/status_mapping.h"
+#include "server/access/local_users.h"
+#include "server/access/peer_credentials.h"
 #include "server/access/tenants.h"
 
 namespace kjit {
@@ -29,11 +32,26 @@ class Metrics;
 
 // Who a request comes from, as the layers below the services need it.
 struct Caller {
-  std::string tenant;      // empty: the local operator (no tenants, or the socket without a token)
-  std::string ns;          // cache namespace; empty: the default one
+  std::string tenant;      // the tenant whose token came; empty: none (no tenants, or the socket without one)
+  std::string ns;          // compile entries' namespace; empty: the default one
+  std::string blob_ns;     // client blobs' namespace: the tenant's, a socket user's own, or "" (the operator's)
   std::string request_id;  // in the log, in the answer's "kjit-request-id" metadata
-  bool is_operator() const { return tenant.empty(); }
-  std::string_view label() const { return tenant.empty() ? k_operator_label : std::string_view(tenant); }
+  // The socket's peer as the kernel gave it (uid, gid, pid) and what the
+  // daemon decided of it; null off the socket (TCP) and for in-process
+  // listeners of tests, which cannot tell.
+  std::shared_ptr<const LocalUser> user;
+  // Root, kjitd's user or admin_group's member on the socket, or anyone
+  // where no one can be told apart (no tenants, TCP). Never a tenant.
+  bool operator_ = true;
+  bool is_operator() const { return operator_; }
+  // Metrics' and the queue's name: the tenant, else the socket user's
+  // bounded "uid:<uid>", else the operator's.
+  std::string_view label() const {
+    if (!tenant.empty()) return tenant;
+    return user ? std::string_view(user->label) : k_operator_label;
+  }
+  // What the log says of who called: "uid 1000 gid 1000 pid 4242"; empty off the socket.
+  std::string_view who() const { return user ? std::string_view(user->log) : std::string_view(); }
 };
 
 class CallGate {
@@ -42,6 +60,11 @@ class CallGate {
     std::shared_ptr<const TenantRegistry> tenants;  // null: no tenants, no tokens asked for
     bool socket_requires_token = false;             // with tenants: the unix socket asks for one too
     std::shared_ptr<Metrics> metrics;               // null: none kept
+    // Who each connection handed over by fd is (the daemon's own socket);
+    // null: no connection comes that way, a call naming one is refused.
+    std::shared_ptr<const PeerRegistry> peers;
+    // Who the operators are, for refusals; null: nobody said.
+    std::shared_ptr<const LocalUserPolicy> local_users;
   };
   explicit CallGate(Options options);
 
@@ -63,7 +86,7 @@ class CallGate {
     if (!caller) {
       status = to_grpc_status(caller.error(), *context);
     } else {
-      RequestLogScope scope(caller->request_id);
+      RequestLogScope scope(caller->request_id, caller->who());
       status = handler(*caller);
     }
     close(caller, method, status, opened);
@@ -87,6 +110,9 @@ class CallGate {
   bool wait_idle(std::chrono::steady_clock::time_point deadline);
   size_t in_flight() const;
   Metrics* metrics() const { return options_.metrics.get(); }
+  // PERMISSION_DENIED for a caller who is not the operator: what it may do
+  // instead, and whom to ask.
+  Error operators_only(std::string_view action, std::string_view instead) const;
 
  private:
   Options options_;

@@ -1,6 +1,14 @@
 // What of the daemon's cache a caller reaches: its own namespace's compile
 // entries and its own namespace's blobs. The services take their views of
 // the cache from here, so which namespace a caller gets is decided once.
+//
+// The two differ for a user on the socket without a token: compile entries
+// are everyone's (kjitd made them from the request, so they are the same
+// whoever asked), in the default namespace; client blobs are bytes a client
+// made, so each user's live in a namespace of its own ("U<uid>", or the one
+// a [[blob_sharing]] entry declares), and only the operator's in the
+// default one (server/access/local_users.h). A tenant's are both in its
+// namespace.
 #pragma once
 
 #include "server/compile/daemon_cache.h"
@@ -13,6 +21,13 @@ inline NamespacedCache compiles_of(const DaemonCache& cache, const Caller& calle
   return cache.compiles_in(caller.ns);
 }
 
-inline NamespacedCache blobs_of(const DaemonCache& cache, const Caller& caller) { return cache.blobs_in(caller.ns); }
+inline NamespacedCache blobs_of(const DaemonCache& cache, const Caller& caller) {
+  return cache.blobs_in(caller.blob_ns);
+}
+
+// Whether the caller's compile entries are its own (the operator's default
+// namespace, a tenant's), rather than shared with callers it may not speak
+// for: only then may it remove one or have one explained by key.
+inline bool owns_its_compiles(const Caller& caller) { return caller.is_operator() || caller.ns == caller.blob_ns; }
 
 }  // namespace kjit

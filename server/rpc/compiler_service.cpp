@@ -92,7 +92,7 @@ grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* 
     call->fail(call->caller.error());
     return call->reactor;
   }
-  RequestLogScope log_scope(call->caller->request_id);
+  RequestLogScope log_scope(call->caller->request_id, call->caller->who());
   if (wants_fatbin(*request)) {
     compile_fatbin(call, *request, response);
     return call->reactor;
@@ -115,7 +115,7 @@ grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* 
   // The request and response stay valid until Finish; the job and plan are
   // moved into the task, which owns them.
   blocking_work_->submit([this, call, response, job = std::move(*job), plan = std::move(*plan)] {
-    RequestLogScope log_scope(call->caller->request_id);
+    RequestLogScope log_scope(call->caller->request_id, call->caller->who());
     finish_compile(*call, job, compiler_->compile(job, *plan, call->received, call->scope()), *response);
   });
   return call->reactor;
@@ -142,7 +142,7 @@ void CompilerService::compile_fatbin(std::shared_ptr<Call> call, const v1::Compi
     // Each part is a compile of its own (a worker each, as many at once as
     // there are workers) and caches under its own key.
     blocking_work_->submit([this, call, response, parts, i] {
-      RequestLogScope log_scope(call->caller->request_id);
+      RequestLogScope log_scope(call->caller->request_id, call->caller->who());
       parts->outcomes[i] = compiler_->compile(parts->jobs[i], call->scope());
       if (parts->remaining.fetch_sub(1) != 1) return;
       Status done = to_fatbin_response(parts->jobs, parts->outcomes, compiler_->pipeline().toolkits(), *response);

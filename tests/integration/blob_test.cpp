@@ -100,7 +100,20 @@ TEST_F(BlobTest, PutGetRoundtripAndMiss) {
   EXPECT_TRUE(empty.found());
   EXPECT_TRUE(empty.data().empty());
 
-  // A second put replaces the first.
+  // A second put of other bytes leaves the first (the first writer wins),
+  // and is counted; once removed, the blob takes new bytes.
+  ASSERT_TRUE(put(*cache, "triton", "K1", "add.cubin", "new").ok());
+  v1::GetBlobResponse kept;
+  ASSERT_TRUE(get(*cache, "triton", "K1", "add.cubin", kept).ok());
+  EXPECT_EQ(kept.data(), data);
+  EXPECT_EQ(stats(*cache).blobs().put_conflicts(), 1u);
+  ASSERT_TRUE(put(*cache, "triton", "K1", "add.cubin", data).ok());
+  EXPECT_EQ(stats(*cache).blobs().put_conflicts(), 1u) << "the same bytes again are no conflict";
+  v1::RemoveRequest remove;
+  remove.set_key(cache_key);
+  v1::RemoveResponse removed;
+  grpc::ClientContext context;
+  ASSERT_TRUE(cache->Remove(&context, remove, &removed).ok());
   ASSERT_TRUE(put(*cache, "triton", "K1", "add.cubin", "new").ok());
   v1::GetBlobResponse replaced;
   ASSERT_TRUE(get(*cache, "triton", "K1", "add.cubin", replaced).ok());
@@ -212,6 +225,64 @@ TEST_F(BlobTest, EveryFieldIsValidatedAtTheEdge) {
   v1::PutBlobGroupResponse response;
   grpc::ClientContext context;
   EXPECT_EQ(cache->PutBlobGroup(&context, group, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Whatever a hostile client sends, the answer is its own fault's status,
+// never INTERNAL: names with separators, dots and control characters
+// (DEL too) in every field that becomes a file name, too many group
+// members, members and groups over the limits, a request over gRPC's own
+// bound.
+TEST_F(BlobTest, HostileRequestsGetTheirOwnFaultsStatusNeverInternal) {
+  DaemonOptions options;
+  options.args = cache_args();
+  // Every limit small, so that gRPC's own bound (the largest request they
+  // admit, and 1 MiB) is small too.
+  options.config =
+      "[limits]\nmax_blob_bytes = 1000\nmax_launch_bytes = 1000\nmax_input_bytes = 1000\nmax_header_bytes = 1000\n";
+  TestDaemon daemon(options);
+  auto cache = stub(daemon);
+  auto put_group = [&](const std::string& group_name, const std::vector<std::string>& names) {
+    v1::PutBlobGroupRequest group;
+    group.set_namespace_("ns");
+    group.set_key("k");
+    group.set_group(group_name);
+    for (const std::string& name : names) group.add_names(name);
+    v1::PutBlobGroupResponse response;
+    grpc::ClientContext context;
+    return cache->PutBlobGroup(&context, group, &response).error_code();
+  };
+  auto get_group = [&](const std::string& group_name) {
+    v1::GetBlobGroupRequest request;
+    request.set_namespace_("ns");
+    request.set_key("k");
+    request.set_group(group_name);
+    v1::GetBlobGroupResponse response;
+    grpc::ClientContext context;
+    return cache->GetBlobGroup(&context, request, &response).error_code();
+  };
+  for (const std::string& bad : {std::string("a/b"), std::string("/abs"), std::string(".."), std::string("../x"),
+                                 std::string("x\x7f"), std::string("tab\there"), std::string("\x1b[31m"),
+                                 std::string(""), std::string(257, 'g'), std::string("n\0ul", 4)}) {
+    EXPECT_EQ(put_group(bad, {"a"}), grpc::StatusCode::INVALID_ARGUMENT) << "group '" << bad << "'";
+    EXPECT_EQ(get_group(bad), grpc::StatusCode::INVALID_ARGUMENT) << "group '" << bad << "'";
+    EXPECT_EQ(put_group("g", {"a", bad}), grpc::StatusCode::INVALID_ARGUMENT) << "member '" << bad << "'";
+    EXPECT_EQ(put(*cache, "ns", "k", bad, "x").error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+  }
+  // Too many members, by one.
+  std::vector<std::string> many;
+  for (int i = 0; i <= 1024; ++i) many.push_back("m" + std::to_string(i));
+  EXPECT_EQ(put_group("g", many), grpc::StatusCode::INVALID_ARGUMENT);
+  many.pop_back();
+  EXPECT_EQ(put_group("g", many), grpc::StatusCode::OK);
+  EXPECT_EQ(get_group("g"), grpc::StatusCode::OK);
+  // Over max_blob_bytes: the daemon's refusal names the limit.
+  EXPECT_EQ(put(*cache, "ns", "k", "big", std::string(1001, 'x')).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Far over everything the configuration admits: gRPC refuses it before
+  // kjitd reads it.
+  EXPECT_EQ(put(*cache, "ns", "k", "huge", std::string(3u << 20, 'x')).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A daemon still serving after all of it.
+  EXPECT_TRUE(put(*cache, "ns", "k", "fine", "x").ok());
 }
 
 TEST_F(BlobTest, GroupAnswerStaysWithinTheBlobLimit) {

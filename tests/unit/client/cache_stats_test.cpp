@@ -97,7 +97,7 @@ CacheStats sample() {
   s.fleet_waits = 25;
   s.lease_timeouts = 26;
   s.compile_ms_saved = 2712.5;
-  s.blobs = {31, 32, 33, 34, 35, 36, 37, 38};
+  s.blobs = {31, 32, 33, 34, 35, 36, 37, 38, 39};
   return s;
 }
 
@@ -105,7 +105,7 @@ CacheStats sample() {
 TEST(ClientCacheStats, TheCliPrintsWhatItPrintedBefore) {
   EXPECT_EQ(cli::cache_stats_json(sample()),
             R"({"blobs":{"gets":33,"group_gets":37,"group_hits":38,"groups_put":36,"hits":34,"misses":35,)"
-            R"("put_bytes":32,"puts":31},"compile_ms_saved":2712.5,"compiles":23,"fleet_waits":25,"joined":24,)"
+            R"("put_bytes":32,"put_conflicts":39,"puts":31},"compile_ms_saved":2712.5,"compiles":23,"fleet_waits":25,"joined":24,)"
             R"("lease_timeouts":26,"lookups":21,"misses":22,"tiers":[{"answered":10,"bytes":123456789,)"
             R"("corruptions":7,"entries":5,"errors":8,"evictions":6,"hits":101,"misses":2,"puts":3,"skipped":9,)"
             R"("tier":"memory"},{"answered":20,"bytes":14,"corruptions":17,"entries":15,"errors":18,"evictions":16,)"
@@ -115,15 +115,17 @@ TEST(ClientCacheStats, TheCliPrintsWhatItPrintedBefore) {
             "memory        101         2        3    123456789         5         6           7      17\n"
             "disk           11        12       13           14        15        16          17      37\n"
             "lookups 21, misses 22, compiles 23 (joined 24, waited on other daemons 25), compile time saved 2.7 s\n"
-            "client blobs: puts 31 (32 bytes), gets 33 (hits 34, misses 35), groups put 36, group gets 37 (whole 38)\n");
+            "client blobs: puts 31 (32 bytes), gets 33 (hits 34, misses 35), groups put 36, group gets 37 (whole 38), "
+            "put_conflicts 39\n");
   EXPECT_EQ(cli::cache_stats_json(CacheStats{}),
             R"({"blobs":{"gets":0,"group_gets":0,"group_hits":0,"groups_put":0,"hits":0,"misses":0,"put_bytes":0,)"
-            R"("puts":0},"compile_ms_saved":0.0,"compiles":0,"fleet_waits":0,"joined":0,"lease_timeouts":0,)"
+            R"("put_conflicts":0,"puts":0},"compile_ms_saved":0.0,"compiles":0,"fleet_waits":0,"joined":0,"lease_timeouts":0,)"
             R"("lookups":0,"misses":0,"tiers":[]})");
   EXPECT_EQ(cli::cache_stats_text(CacheStats{}),
             "tier         hits    misses     puts        bytes   entries evictions corruptions  errors\n"
             "lookups 0, misses 0, compiles 0 (joined 0, waited on other daemons 0), compile time saved 0.0 s\n"
-            "client blobs: puts 0 (0 bytes), gets 0 (hits 0, misses 0), groups put 0, group gets 0 (whole 0)\n");
+            "client blobs: puts 0 (0 bytes), gets 0 (hits 0, misses 0), groups put 0, group gets 0 (whole 0), "
+            "put_conflicts 0\n");
 }
 
 // --json carries every counter under its name, from the same table.

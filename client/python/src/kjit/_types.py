@@ -252,6 +252,7 @@ class BlobStats:
     groups_put: int = 0
     group_gets: int = 0
     group_hits: int = 0  # every member found
+    put_conflicts: int = 0  # puts that found other bytes stored under their identity: the first stays
     _proto: ClassVar[str] = "kjit.v1.BlobStats"
 
 

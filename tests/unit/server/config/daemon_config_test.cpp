@@ -125,3 +125,31 @@ TEST(DaemonConfig, TransportKeysOutOfRangeOrMistypedAreRefusedNamingTheKey) {
 
 }  // namespace
 }  // namespace kjit
+
+namespace kjit {
+namespace {
+
+TEST(DaemonConfig, BlobSharingNamesGroupsOrUidsAndANamespace) {
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text("admin_group = \"kjit-admin\"\n"
+                               "[[blob_sharing]]\ngroup = \"ml-team\"\nnamespace = \"ml\"\n"
+                               "[[blob_sharing]]\nuids = [1000, 1001]\nnamespace = \"pair\"\n",
+                               "t", config));
+  EXPECT_EQ(config.admin_group, "kjit-admin");
+  ASSERT_EQ(config.blob_sharing.size(), 2u);
+  EXPECT_EQ(config.blob_sharing[0].group, "ml-team");
+  EXPECT_EQ(config.blob_sharing[0].ns, "ml");
+  EXPECT_EQ(config.blob_sharing[1].uids, (std::vector<uint32_t>{1000, 1001}));
+  for (const char* bad : {"[[blob_sharing]]\ngroup = \"g\"\n",                       // no namespace
+                          "[[blob_sharing]]\nnamespace = \"ns\"\n",                  // nobody
+                          "[[blob_sharing]]\nuids = [-1]\nnamespace = \"ns\"\n",     // no user
+                          "[[blob_sharing]]\nuids = [1]\nnamespace = \"U1000\"\n",   // a user's own
+                          "[[blob_sharing]]\nuids = [1]\nnamespace = \"ns\"\nother = 1\n",
+                          "blob_sharing = 3\n"}) {
+    DaemonConfig c;
+    EXPECT_FALSE(load_config_text(bad, "t", c)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace kjit
