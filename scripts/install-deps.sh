@@ -103,3 +103,60 @@ if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && wheels_present; then
 else
   install_wheels
 fi
+
+# tileiras, NVIDIA's Tile IR assembler, for Tile IR input (cuTile's
+# bytecode): opt-in with KJIT_TILEIRAS=1, since it is large. The
+# cuda-tile[tileiras] set brings tileiras with the ptxas and libnvvm it runs
+# (nvidia/cu13/bin, lib, nvvm) and cuTile itself (tests/tileir exports its
+# kernels with it): about 530 MB installed. pip reads its index from its own
+# configuration. Into .deps/tileiras, beside the CUDA wheels, where kjitd
+# looks for it (default_local_tileiras_prefix), and apart from them: its
+# CUDA runtime and crt wheels are of tileiras' release, not the newer ones
+# NVRTC compiles against. Same stamp and swap as the CUDA wheels; any
+# failure is a warning, and Tile IR requests then fail with
+# FAILED_PRECONDITION saying where tileiras was looked for.
+tileiras_prefix=$(dirname "$wheels_prefix")/tileiras
+tileiras_wheels=("cuda-tile[tileiras]")
+tileiras_stamp="$tileiras_prefix/.kjit-wheels"
+
+tileiras_present() {
+  [[ -f "$tileiras_stamp" && "$(cat "$tileiras_stamp")" == "${tileiras_wheels[*]}" ]] || return 1
+  compgen -G "$tileiras_prefix/nvidia/cu*/bin/tileiras" >/dev/null
+}
+
+install_tileiras() {
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "install-deps: WARNING: python3 -m pip is not available; skipping tileiras" >&2
+    return 0
+  fi
+  if [[ -d "$tileiras_prefix" && ! -f "$tileiras_stamp" && -n "$(ls -A "$tileiras_prefix")" ]]; then
+    echo "install-deps: WARNING: $tileiras_prefix exists and was not made by install-deps; skipping tileiras" >&2
+    return 0
+  fi
+  local staging
+  if ! staging=$(mktemp -d "$tileiras_prefix.new.XXXXXX"); then
+    echo "install-deps: WARNING: cannot create $tileiras_prefix; skipping tileiras" >&2
+    return 0
+  fi
+  chmod u=rwx,go=rx "$staging"
+  echo "install-deps: installing ${tileiras_wheels[*]} into $tileiras_prefix (about 530 MB)"
+  if PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
+       --target "$staging" "${tileiras_wheels[@]}"; then
+    printf '%s\n' "${tileiras_wheels[*]}" >"$staging/.kjit-wheels"
+    rm -rf "$tileiras_prefix"
+    mv "$staging" "$tileiras_prefix"
+    echo "install-deps: tileiras in $tileiras_prefix:" \
+      "$(env -u CUDA_HOME "$tileiras_prefix"/nvidia/cu*/bin/tileiras --version 2>/dev/null | tail -n 2 | head -n 1)"
+  else
+    rm -rf "$staging"
+    echo "install-deps: WARNING: pip could not install tileiras (offline?); Tile IR input stays unavailable" >&2
+  fi
+}
+
+if [[ "${KJIT_TILEIRAS:-0}" == 1 ]]; then
+  if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && tileiras_present; then
+    echo "install-deps: tileiras present in $tileiras_prefix"
+  else
+    install_tileiras
+  fi
+fi

@@ -10,7 +10,8 @@
 
 namespace kjit {
 
-enum class InputKind { cuda_source, ptx, llvm_ir, llvm_bitcode, hip_source };
+// tileir: Tile IR bytecode (cuTile's output), assembled by tileiras.
+enum class InputKind { cuda_source, ptx, llvm_ir, llvm_bitcode, hip_source, tileir };
 // fatbin: several targets' cubins and PTX in one file, the answer to a
 // request with several targets; never a cache entry of its own.
 // hsaco: an AMD GPU code object (ELF). hip_bundle: several gfx targets'

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
+#include "backends/tileiras/tileiras.h"
 #include "backends/toolkit_discovery.h"
 
 namespace kjit {
@@ -15,12 +18,26 @@ void log_toolkit(const RoutedToolkit& t) {
 
 }  // namespace
 
+TileirasSearch tileiras_search_of(const DaemonConfig& config) {
+  TileirasSearch search{config.tileiras, config.toolkit_paths, default_local_tileiras_prefix()};
+  // The project's tileiras sits beside its CUDA wheels: a configured wheel
+  // prefix moves it too, and "" (none) means neither.
+  if (config.local_toolkit_prefix)
+    search.local_prefix = config.local_toolkit_prefix->empty()
+                              ? std::string()
+                              : (std::filesystem::path(*config.local_toolkit_prefix).parent_path() / "tileiras").string();
+  return search;
+}
+
 Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config) {
   ToolkitSearch search;
   search.system_home = config.cuda_home;
   search.wheel_paths = config.toolkit_paths;
   if (config.local_toolkit_prefix) search.local_prefix = *config.local_toolkit_prefix;
   std::vector<DiscoveredToolkit> found = discover_cuda_toolkits(search);
+  // tileiras is a program, found on first use (a Tile IR request's key, or
+  // a worker's confinement, which must allow running it).
+  set_tileiras_search(tileiras_search_of(config));
   std::shared_ptr<const CudaToolkit> system = found.front().toolkit;
   if (auto nvrtc = system->nvrtc(); !nvrtc) spdlog::warn("{}", nvrtc.error().message);
   if (auto nvjitlink = system->nvjitlink(); !nvjitlink) spdlog::warn("{}", nvjitlink.error().message);

@@ -21,6 +21,22 @@ Error too_large(const std::string& what, uint64_t size, uint64_t limit, const ch
 
 bool has_nul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
 
+// "\x7fTileIR\x00" for a message: printable ASCII as is, the rest in hex.
+std::string printable_bytes(std::string_view bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      constexpr char k_hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += k_hex[c >> 4];
+      out += k_hex[c & 15];
+    }
+  }
+  return out;
+}
+
 // The input name only labels diagnostics; NVRTC also resolves quoted
 // includes next to it, so keep the last path component alone.
 std::string display_name(const std::string& given, InputKind kind) {
@@ -60,6 +76,10 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
   if (data.size() > config.max_input_bytes) return too_large("the input", data.size(), config.max_input_bytes, "max_input_bytes");
   if (kind_info.text && has_nul(data))
     return invalid("the input contains a NUL byte; " + std::string(to_string(job.input_kind)) + " input must be text");
+  // A binary kind's header, before any toolchain parses the rest.
+  if (!data.starts_with(kind_info.magic))
+    return invalid("the input is not " + std::string(to_string(job.input_kind)) + ": it does not start with " +
+                   std::string(to_string(job.input_kind)) + "'s header (" + printable_bytes(kind_info.magic) + ")");
   job.input = data;
   job.input_name = display_name(request.input().name(), job.input_kind);
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <set>
 
+#include "server/config/pipeline_setup.h"
+
 namespace kjit {
 namespace {
 
@@ -50,10 +52,19 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
   for (const std::string& path : config.plugins) read_only.insert(std::filesystem::absolute(path).string());
   for (const std::string& path : config.llvm_pass_plugins) read_only.insert(std::filesystem::absolute(path).string());
   for (const std::string& dir : loaded_library_dirs()) read_only.insert(dir);
+  // tileiras is a program that loads libnvvm from its wheel and runs the ptxas beside it: the wheel is readable,
+  // and those two files (and their loader) are the only things a worker may run. Without tileiras, nothing is.
   policy.read_only.assign(read_only.begin(), read_only.end());
   policy.read_write = {private_dir, "/dev/null"};
-  // policy.executables stays empty: no toolchain here runs programs of its own, so workers may run none.
+  // Located, not run: a worker's start runs no program.
+  if (const std::optional<TileirasLocation> tileiras = tileiras_location()) allow_tileiras(policy, *tileiras);
   return policy;
+}
+
+void allow_tileiras(SandboxPolicy& policy, const TileirasLocation& tileiras) {
+  policy.read_only.push_back(tileiras.root);
+  policy.executables.push_back(tileiras.path);
+  policy.executables.push_back(tileiras.ptxas);
 }
 
 Result<std::string> confine_worker(const DaemonConfig& config, const CompilePipeline& pipeline,
@@ -73,8 +84,15 @@ Result<std::string> check_worker_confinement(const DaemonConfig& config) {
                       "this kernel cannot confine compile workers (" + support.describe() +
                           "; kjitd needs Landlock and seccomp). Run on a kernel with Landlock enabled, or set "
                           "sandbox = \"off\" (or --sandbox off) to run unconfined");
-  return "landlock: each compile worker confines itself with " + support.describe() +
-         " to the toolkits, system libraries, its plugins and a private temporary directory";
+  std::string text = "landlock: each compile worker confines itself with " + support.describe() +
+                     " to the toolkits, system libraries, its plugins and a private temporary directory";
+  // What the workers of this configuration may run: tileiras and its ptxas when Tile IR can be compiled.
+  set_tileiras_search(tileiras_search_of(config));
+  const Result<TileirasToolchain>& tileiras = tileiras_toolchain();
+  if (!tileiras) return text + "; they run no program (no tileiras: Tile IR unavailable)";
+  return text + "; for Tile IR they may run exactly " + tileiras->path + " and " + tileiras->ptxas +
+         " (read-only " + tileiras->root + "), which run inside the same confinement and bounds, killed with "
+         "the worker's process group";
 }
 
 }  // namespace kjit

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "backends/tileiras/tileiras.h"
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 #include "server/workers/worker_sandbox.h"
@@ -14,6 +15,12 @@ namespace kjit {
 
 SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePipeline& pipeline,
                                     const std::string& private_dir);
+
+// What running tileiras adds to a worker's policy: its wheel (bin/, lib/
+// with libnvvm, nvvm/) readable, and tileiras and the ptxas it starts the
+// only programs that may run. They inherit the worker's confinement and
+// bounds, and its process group, which the pool kills at the time bound.
+void allow_tileiras(SandboxPolicy& policy, const TileirasLocation& tileiras);
 
 // Confines the calling worker process to worker_sandbox_policy; what was
 // applied, in one line.

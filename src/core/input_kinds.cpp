@@ -5,13 +5,19 @@
 namespace kjit {
 namespace {
 
-// kind, name, default file name, text, source, options, the IR it starts from
+// Tile IR bytecode's header: "\x7fTileIR\0", then the bytecode's major and
+// minor version (one byte each).
+constexpr std::string_view k_tileir_magic{"\x7fTileIR\0", 8};
+
+// kind, name, default file name, text, source, options, the IR it starts
+// from, the bytes a binary input starts with
 constexpr auto k_input_kinds = std::to_array<InputKindInfo>({
     {InputKind::cuda_source, "cuda-source", "input.cu", true, true, OptionFamily::cuda_source, "cuda-source"},
     {InputKind::ptx, "ptx", "input.ptx", true, false, OptionFamily::none, "ptx"},
     {InputKind::llvm_ir, "llvm-ir", "input.ll", true, false, OptionFamily::llvm, "llvm"},
     {InputKind::llvm_bitcode, "llvm-bitcode", "input.bc", false, false, OptionFamily::llvm, "llvm"},
     {InputKind::hip_source, "hip-source", "input.hip", true, true, OptionFamily::hip_source, "hip-source"},
+    {InputKind::tileir, "tileir", "input.tileirbc", false, false, OptionFamily::tileir, "tileir", k_tileir_magic},
 });
 
 constexpr InputKindInfo k_unknown{InputKind{-1}, "unknown", "input", true, false, OptionFamily::none, ""};

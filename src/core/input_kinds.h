@@ -18,6 +18,7 @@ enum class OptionFamily {
   cuda_source,  // NVRTC's front-end options
   hip_source,   // HIPRTC's front-end options
   llvm,         // the options the LLVM stages read (IR, text or bitcode)
+  tileir,       // tileiras' options: optimization level, line info, debug info
 };
 
 struct InputKindInfo {
@@ -35,6 +36,10 @@ struct InputKindInfo {
   // The IR the pipeline starts from, as pipeline/pipeline_spec.h spells an
   // IrKind ("llvm"): the core's types know no pipeline; ir_kind_of reads it.
   std::string_view ir;
+  // The bytes a binary kind's input starts with; the edge refuses input
+  // without them (INVALID_ARGUMENT) before any toolchain sees it. Empty:
+  // no check.
+  std::string_view magic = {};
 };
 
 // Every kind, in the order of the enum.

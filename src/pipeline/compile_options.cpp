@@ -172,6 +172,17 @@ Result<CheckedOptions> check_options(InputKind input, const std::vector<std::str
     }
     const OptionFamily family = input_kind_info(input).options;
     const bool llvm_input = family == OptionFamily::llvm;
+    // tileiras runs its own ptxas with options it chooses: of the rest only
+    // the optimization level and the debug information reach it.
+    std::string_view tileiras_spelling;
+    if (family == OptionFamily::tileir) {
+      const std::string_view name = matched->spellings[0];
+      tileiras_spelling = name == "-O" ? "--opt-level=" : name == "-lineinfo" ? "--lineinfo" : name == "-G" ? "--device-debug" : "";
+      if (tileiras_spelling.empty())
+        return make_error(ErrorCode::invalid_argument, "option '" + option + "' has no effect on " +
+                                                           std::string(to_string(input)) +
+                                                           " input; tileiras takes -O<0-3>, -lineinfo and -G");
+    }
     if (family != OptionFamily::cuda_source &&
         (matched->applies == Applies::source || (matched->applies == Applies::source_llvm && !llvm_input))) {
       return make_error(ErrorCode::invalid_argument,
@@ -185,6 +196,10 @@ Result<CheckedOptions> check_options(InputKind input, const std::vector<std::str
     if (matched->takes_value) normalized += (canonical == "-D" || canonical == "-U" || canonical == "-O" ? "" : "=") + value;
     checked.normalized.push_back(normalized);
 
+    if (family == OptionFamily::tileir) {
+      checked.tileiras.push_back(std::string(tileiras_spelling) + (matched->takes_value ? value : ""));
+      continue;
+    }
     if (matched->applies != Applies::link && family == OptionFamily::cuda_source) checked.nvrtc.push_back(normalized);
     if (matched->applies == Applies::source_llvm && llvm_input) checked.llvm.push_back(normalized);
     if (matched->applies != Applies::source && matched->applies != Applies::source_llvm) {

@@ -17,6 +17,7 @@ struct CheckedOptions {
   std::vector<std::string> nvrtc;       // for the CUDA C++ -> PTX stage
   std::vector<std::string> nvjitlink;   // for the PTX -> cubin stage
   std::vector<std::string> llvm;        // for the LLVM stages (LLVM IR input): -ftz=<v>
+  std::vector<std::string> tileiras;    // for tileiras (Tile IR input): --opt-level=<n>, --lineinfo, --device-debug
 };
 
 // invalid_argument naming the first option that is refused, and why.

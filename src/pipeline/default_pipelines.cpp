@@ -30,6 +30,14 @@ const std::vector<PipelineSpec>& default_pipelines() {
            {"nvjitlink", IrKind::ptx, IrKind::cubin, {"nvjitlink-link"}},
        },
        {{"llvm-passes.pipeline", "default<O3>"}}},
+      // Tile IR bytecode: tileiras runs its own optimizer and ptxas, so the
+      // one pass goes straight to the cubin (no PTX to stop at).
+      {"tileir-cubin",
+       {InputKind::tileir},
+       {
+           {"tileiras", IrKind::tileir, IrKind::cubin, {"tileiras-assemble"}},
+       },
+       {}},
       // AMD pipelines: code objects for hip: targets.
       {"hip-amdgpu",
        {InputKind::hip_source},

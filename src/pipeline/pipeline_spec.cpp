@@ -8,7 +8,7 @@
 namespace kjit {
 namespace {
 
-constexpr std::array<std::pair<IrKind, std::string_view>, 7> k_ir_kinds{{
+constexpr std::array<std::pair<IrKind, std::string_view>, 8> k_ir_kinds{{
     {IrKind::cuda_source, "cuda-source"},
     {IrKind::ptx, "ptx"},
     {IrKind::llvm, "llvm"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<IrKind, std::string_view>, 7> k_ir_kinds{{
     {IrKind::hip_source, "hip-source"},
     {IrKind::amdgcn_object, "amdgcn-object"},
     {IrKind::hsaco, "hsaco"},
+    {IrKind::tileir, "tileir"},
 }};
 
 constexpr std::array<std::pair<EditOp, std::string_view>, 6> k_edit_ops{{

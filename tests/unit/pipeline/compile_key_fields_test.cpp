@@ -201,7 +201,7 @@ TEST(PassDeclarations, EveryBuiltinPassIsRegisteredWithItsDeclaration) {
   register_builtin_passes(registry);
   const std::vector<std::string> expected = {"amdgpu-codegen", "hiprtc-compile", "libdevice-link", "lld-link",
                                              "llvm-passes",    "nvjitlink-link", "nvptx-codegen",  "nvrtc-compile",
-                                             "nvvm-reflect",   "ptx-retarget"};
+                                             "nvvm-reflect",   "ptx-retarget",   "tileiras-assemble"};
   EXPECT_EQ(registry.names(), expected) << "a builtin pass without a declaration is refused, so it would be missing";
 }
 

@@ -1,0 +1,58 @@
+"""Exports two cuTile kernels as architecture-independent Tile IR bytecode.
+
+Run with an interpreter that has cuda-tile (tests/tileir/run-tests.sh makes
+one under build/): `python export_kernels.py OUT_DIR` writes
+vector_add.tileirbc and matmul.tileirbc. cuTile reads a kernel's source from
+its file, so the kernels live here rather than in a string. No GPU needed.
+"""
+
+import sys
+from pathlib import Path
+
+import cuda.tile as ct
+from cuda.tile.compilation import (ArrayConstraint, CallingConvention, KernelSignature, ScalarConstraint,
+                                   export_kernel)
+
+TILE = 128
+
+
+@ct.kernel
+def vector_add(a, b, c, tile: ct.Constant[int]):
+    bid = ct.bid(0)
+    ta = ct.load(a, index=(bid,), shape=(tile,))
+    tb = ct.load(b, index=(bid,), shape=(tile,))
+    ct.store(c, index=(bid,), tile=ta + tb)
+
+
+@ct.kernel
+def matmul(a, b, c, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[int]):
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    k_tiles = ct.num_tiles(a, axis=1, shape=(tm, tk))
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    for k in range(k_tiles):
+        ta = ct.load(a, index=(bm, k), shape=(tm, tk))
+        tb = ct.load(b, index=(k, bn), shape=(tk, tn))
+        acc = ct.mma(ta, tb, acc)
+    ct.store(c, index=(bm, bn), tile=acc.astype(c.dtype))
+
+
+def array(dtype, ndim):
+    return ArrayConstraint(dtype, ndim, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+                           may_alias_internally=False)
+
+
+def main(out_dir: str) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    conv = CallingConvention.cutile_python_v1()
+    f32 = array(ct.float32, 1)
+    export_kernel(vector_add, [KernelSignature([f32, f32, f32, TILE], conv, symbol="vector_add")],
+                  str(out / "vector_add.tileirbc"), output_format="tileir_bytecode")
+    f16 = array(ct.float16, 2)
+    export_kernel(matmul, [KernelSignature([f16, f16, f16, 128, 128, 64], conv, symbol="matmul")],
+                  str(out / "matmul.tileirbc"), output_format="tileir_bytecode")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
