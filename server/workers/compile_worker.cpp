@@ -71,13 +71,14 @@ void enable_pch(const DaemonConfig& config, const std::string& private_dir) {
 void set_pch_counts(worker::Outcome& outcome, const NvrtcPchCounts& before) {
   const NvrtcPchCounts after = nvrtc_pch_counts();
   if (after.hits == before.hits && after.creations == before.creations && after.fallbacks == before.fallbacks &&
-      after.evictions == before.evictions)
+      after.evictions == before.evictions && after.firsts == before.firsts)
     return;
   worker::PchCounts& pch = *outcome.mutable_pch();
   pch.set_hits(after.hits - before.hits);
   pch.set_creations(after.creations - before.creations);
   pch.set_fallbacks(after.fallbacks - before.fallbacks);
   pch.set_evictions(after.evictions - before.evictions);
+  pch.set_firsts(after.firsts - before.firsts);
 }
 
 // Runs the plan the daemon derived: the worker derives no key of its own.

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string_view>
 
+#include "pipeline/header_set.h"
 #include "server/workers/compile_bounds.h"
 #include "server/workers/worker_protocol.h"
 
@@ -79,6 +80,24 @@ std::string with_last_output(std::string message, const std::string& last_output
 
 std::string describe_job(const CompileJob& job) {
   return job.input_name + " for " + job.target.canonical();
+}
+
+// The header sets a worker remembers having compiled: about what its PCH
+// bound (pch_bytes, 1 GiB by default, 100-200 MiB a PCH) holds.
+constexpr size_t k_remembered_header_sets = 8;
+
+// Which header set a CUDA C++ compile parses, as the daemon can tell before
+// it runs: the target (NVRTC's -arch), the routed toolchain as the key names
+// it, the request's options and headers and the source's leading
+// directives. The pass spells its set from the options NVRTC actually gets
+// (builtin_passes.cpp), so the two need not agree: this only steers a
+// compile to a worker likely to hold its PCH. Empty for other inputs.
+std::string affinity_key(const CompileJob& job, const CompilePlan& plan) {
+  if (job.input_kind != InputKind::cuda_source) return {};
+  std::string toolchain = job.target.canonical() + "\n" + plan.pipeline.name;
+  for (const KeyComponent& component : plan.key.components)
+    if (component.name.starts_with("toolchain.")) toolchain += "\n" + component.name + "=" + component.value;
+  return header_set_digest(toolchain, job.options, job.headers, leading_directives(job.input));
 }
 
 enum class AnswerWait { ready, timed_out, abandoned };
@@ -170,6 +189,7 @@ void CompileWorkers::add_pch_counts(const worker::PchCounts& pch) {
   counters_.pch_creations += pch.creations();
   counters_.pch_fallbacks += pch.fallbacks();
   counters_.pch_evictions += pch.evictions();
+  counters_.pch_firsts += pch.firsts();
 }
 
 bool CompileWorkers::stopping() const {
@@ -242,7 +262,7 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
     std::filesystem::remove_all(*private_dir, ec);
     return make_error(ErrorCode::internal, std::string("compile worker: cannot start: ") + std::strerror(spawned));
   }
-  return Worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began};
+  return Worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}};
 }
 
 Status CompileWorkers::await_ready(Worker& worker) {
@@ -283,7 +303,8 @@ void CompileWorkers::stop() {
   warm_wanted_.notify_all();
 }
 
-Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool()>& abandoned) {
+Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool()>& abandoned,
+                                                       const std::string& header_set) {
   std::unique_lock lock(mutex_);
   // A worker keep_ready is starting started before this compile came: it
   // is ready sooner than one started now.
@@ -302,8 +323,19 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool(
   if (stopping_) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
   Result<Worker> worker = make_error(ErrorCode::internal, "no worker");
   if (!idle_.empty()) {
-    worker = idle_.back();
-    idle_.pop_back();
+    // idle_ is in the order the workers became ready. Without a header set
+    // the latest (its memory is the warmest); with one, the latest that
+    // compiled it, else the one ready longest.
+    auto chosen = std::prev(idle_.end());
+    if (!header_set.empty()) {
+      auto knows = [&header_set](const Worker& w) {
+        return std::find(w.header_sets.begin(), w.header_sets.end(), header_set) != w.header_sets.end();
+      };
+      auto known = std::find_if(idle_.rbegin(), idle_.rend(), knows);
+      chosen = known != idle_.rend() ? std::prev(known.base()) : idle_.begin();
+    }
+    worker = std::move(*chosen);
+    idle_.erase(chosen);
     busy_.push_back(worker->pid);
     return worker;
   }
@@ -387,11 +419,17 @@ CompileWorkers::StartReport CompileWorkers::last_start() const {
 
 Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan,
                                      const std::function<bool()>& abandoned) {
-  Result<Worker> worker = acquire(abandoned);
+  const std::string header_set = affinity_key(job, plan);
+  Result<Worker> worker = acquire(abandoned, header_set);
   if (!worker) return worker.error();
   if (abandoned && abandoned()) {  // while its worker started: the worker is fine
     release(*worker);
     return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
+  }
+  if (!header_set.empty()) {  // whatever the compile's outcome, the worker has now seen the set
+    std::erase(worker->header_sets, header_set);
+    worker->header_sets.push_back(header_set);
+    if (worker->header_sets.size() > k_remembered_header_sets) worker->header_sets.erase(worker->header_sets.begin());
   }
   if (Status sent = write_frame(worker->fd, to_worker_job(job, plan)); !sent) {
     const WorkerEnd end = discard(*worker, /*kill_first=*/true);

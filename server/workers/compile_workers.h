@@ -45,8 +45,9 @@ struct WorkerCounters {
   uint64_t live = 0;  // idle and busy now
   // The workers' automatic precompiled headers (nvrtc_pch.h), as their
   // answers reported them: compiles that used one, PCH files written,
-  // compiles that did without one they wanted, files evicted.
-  uint64_t pch_hits = 0, pch_creations = 0, pch_fallbacks = 0, pch_evictions = 0;
+  // compiles that did without one they wanted, files evicted, and compiles
+  // of a header set new to their worker (which write none).
+  uint64_t pch_hits = 0, pch_creations = 0, pch_fallbacks = 0, pch_evictions = 0, pch_firsts = 0;
 };
 
 class CompileWorkers {
@@ -109,8 +110,15 @@ class CompileWorkers {
     std::shared_ptr<WorkerOutput> output;  // its stderr
     std::string private_dir;               // its only writable directory, removed with it
     std::chrono::steady_clock::time_point started;
+    // The header sets (affinity_key) of its latest CUDA C++ compiles, most
+    // recent last: its precompiled headers are of these.
+    std::vector<std::string> header_sets;
   };
-  Result<Worker> acquire(const std::function<bool()>& abandoned);
+  // A ready worker, started if none is ready and fewer than max_workers
+  // live. Among ready workers, one that compiled `header_set` lately
+  // (empty: none wanted), else the one ready longest, so that header sets
+  // spread over the workers; a compile never waits while any is ready.
+  Result<Worker> acquire(const std::function<bool()>& abandoned, const std::string& header_set);
   void release(Worker worker);
   // How a worker process ended: killed by a signal (a crash, or our kill),
   // or exited on its own (a failed start-up).

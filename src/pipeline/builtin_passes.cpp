@@ -21,34 +21,28 @@
 #include "pipeline/amd_passes.h"
 #include "pipeline/cache_key.h"
 #include "pipeline/compile_options.h"
+#include "pipeline/header_set.h"
 #include "pipeline/hip_options.h"
+#include "pipeline/tileir_passes.h"
 
 namespace kjit {
 namespace {
 
-// Where a compile's automatic PCHs live, when the process keeps them: one
+// Where a compile's automatic PCHs live, when the process keeps them and
+// has compiled the compile's header set before (pch_wanted_for): one
 // directory per NVRTC library, option list and set of request headers.
 // NVRTC checks a PCH against the options and the source's directives, but
 // not against the contents of the headers given with the program: a PCH of
 // another request's "common.h" would compile this one against the wrong
-// text. Requests that differ only below their includes share a directory.
+// text. Requests that differ only below their includes share a directory;
+// NVRTC keeps one PCH file in it per leading directives.
 std::string pch_directory(const CudaToolkit& toolkit, const NvrtcApi& nvrtc, const CompileJob& job,
                           const std::vector<std::string>& options) {
   const std::optional<NvrtcPchSettings> pch = nvrtc_auto_pch();
   if (!pch) return {};
-  std::string identity;
-  auto add = [&identity](std::string_view part) {
-    identity += std::to_string(part.size()) + ":";
-    identity += part;
-  };
-  add(toolkit.home());
-  add(nvrtc.library_path);
-  for (const std::string& option : options) add(option);
-  for (const auto& [name, content] : job.headers) {
-    add(name);
-    add(content);
-  }
-  return pch->directory + "/" + sha256_hex(identity).substr(0, 32);
+  const std::string toolchain = toolkit.home() + "\n" + nvrtc.library_path;
+  if (!pch_wanted_for(header_set_digest(toolchain, options, job.headers, leading_directives(job.input)))) return {};
+  return pch->directory + "/" + header_set_digest(toolchain, options, job.headers, {}).substr(0, 32);
 }
 
 Result<PassOutput> run_nvrtc(PassContext& ctx, std::string_view source) {
@@ -223,6 +217,7 @@ void register_builtin_passes(PassRegistry& registry) {
   // kjit's own rewriting: its version says all.
   registry.add({"ptx-retarget", "1", IrKind::ptx, IrKind::ptx, {}, "builtin", run_ptx_retarget, declares_nothing});
   register_amd_passes(registry);
+  register_tileir_passes(registry);
 }
 
 }  // namespace kjit

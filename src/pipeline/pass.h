@@ -54,7 +54,7 @@ struct PassImpl {
   // What the artifact says built it (Artifact::toolkit), for a pass that
   // runs a toolchain of its own; null for one that does not. It is given the
   // routed CUDA toolkit's description ("13.0 (system: /usr/local/cuda)").
-  std::function<std::string(const std::string& cuda_toolkit)> names_toolchain;
+  std::function<std::string(const std::string& cuda_toolkit)> names_toolchain = {};
 };
 
 class PassRegistry {

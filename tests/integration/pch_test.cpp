@@ -3,15 +3,20 @@
 // cuda_fp16/bf16 with cooperative_groups, cuda::std with cuda/barrier) give
 // the same cubin bytes and kernels from a worker whose PCHs are warm as from
 // a daemon without PCH, and a header of the request that changes is never
-// served from an earlier request's PCH.
+// served from an earlier request's PCH. A worker writes a header set's PCH
+// at its second compile of the set, not its first, and the daemon sends a
+// compile to the ready worker that compiled its header set, never making it
+// wait while another is ready.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "kjit/client.h"
 #include "support/daemon_test.h"
+#include "support/eventually.h"
 #include "support/loopback.h"
 #include "support/metrics_scrape.h"
 
@@ -85,13 +90,20 @@ Kernel header_kernel(int value) {
                             std::to_string(value * 7) + "; }\n"}}};
 }
 
+// Three of each family: the first compiles without PCH, the second writes
+// it, the third uses it. params.h's two texts are two header sets, each
+// compiled twice, and the first again once the second's PCH is written.
 std::vector<Kernel> families() {
   std::vector<Kernel> out;
   for (int i = 1; i <= 3; ++i) out.push_back({"cub_" + std::to_string(i), cub_kernel(i)});
-  for (int i = 1; i <= 2; ++i) out.push_back({"half_" + std::to_string(i), half_kernel(i)});
-  for (int i = 1; i <= 2; ++i) out.push_back({"barrier_" + std::to_string(i), barrier_kernel(i)});
-  for (int value : {1111, 2222}) out.push_back(header_kernel(value));
+  for (int i = 1; i <= 3; ++i) out.push_back({"half_" + std::to_string(i), half_kernel(i)});
+  for (int i = 1; i <= 3; ++i) out.push_back({"barrier_" + std::to_string(i), barrier_kernel(i)});
+  for (int value : {1111, 1111, 2222, 2222, 1111}) out.push_back(header_kernel(value));
   return out;
+}
+
+double pch_events(uint16_t port, const std::string& event) {
+  return metric_total(scrape_metrics(port), "kjit_worker_pch_total", {{"event", event}});
 }
 
 Result<CompileResult> compile(const std::string& socket, const Kernel& kernel) {
@@ -127,27 +139,115 @@ TEST(WorkerPch, WarmPrecompiledHeadersGiveTheSameCubinsAsNone) {
     EXPECT_EQ(warm->log.find("precompiled header"), std::string::npos) << warm->log;
   }
   const std::string text = scrape_metrics(port);
-  // Each family writes a PCH and its later kernels use it; the two
-  // requests with different params.h contents use different ones.
-  EXPECT_GE(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 4) << text;
-  EXPECT_GE(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 4) << text;
+  // Five header sets (three families, two params.h texts), each compiled
+  // once without PCH and once writing one; the third cub, half and barrier
+  // kernels and the last params.h 1111 use theirs.
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 5) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 5) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 4) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "fallback"}}), 0) << text;
 }
 
+// Writing a PCH costs NVRTC about half a compile more: a worker's first
+// compile of a header set writes none (most sets come once), its second
+// writes it, and its third uses it. A set seen once more stays without one.
+TEST(WorkerPch, TheFirstCompileOfAHeaderSetWritesNoPchTheSecondDoes) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  const uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  TestDaemon daemon({"--no-cache", "--compile-workers", "1", "--metrics-port", std::to_string(port)});
+  auto step = [&](const Kernel& kernel, double first, double create, double hit) {
+    SCOPED_TRACE(kernel.name);
+    auto ok = compile(daemon.socket_path(), kernel);
+    ASSERT_TRUE(ok) << ok.error().message << "\n" << ok.error().log;
+    // The pool adds a compile's counts before the compile answers.
+    EXPECT_EQ(pch_events(port, "first"), first);
+    EXPECT_EQ(pch_events(port, "create"), create);
+    EXPECT_EQ(pch_events(port, "hit"), hit);
+  };
+  step({"cub_1", cub_kernel(1)}, 1, 0, 0);
+  step({"cub_2", cub_kernel(2)}, 1, 1, 0);
+  step({"cub_3", cub_kernel(3)}, 1, 1, 1);
+  step({"barrier_1", barrier_kernel(1)}, 2, 1, 1);
+  step({"cub_4", cub_kernel(4)}, 2, 1, 2);
+}
+
+// With two workers ready, each of two header sets compiled in turn keeps to
+// the worker that compiled it first: compiled in pairs at once, the sets
+// find their own worker's PCH from the third round on. Sent to whichever
+// worker was ready last, half the pairs would cross over and start over
+// (a first compile of the set in the other worker).
+TEST(WorkerAffinity, TwoHeaderSetsCompiledInTurnKeepToTheirWorkers) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  const uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  TestDaemon daemon({"--no-cache", "--compile-workers", "2", "--metrics-port", std::to_string(port)});
+  Client client(daemon.socket_path());
+  ASSERT_TRUE(eventually([&] {
+    Result<DaemonStatus> status = client.status();
+    return status && status->ready_workers == 2;
+  })) << "the daemon did not start its two workers";
+  for (int round = 1; round <= 4; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto half = std::async(std::launch::async, [&] {
+      return compile(daemon.socket_path(), {"half", half_kernel(round)});
+    });
+    auto barrier = compile(daemon.socket_path(), {"barrier", barrier_kernel(round)});
+    auto other = half.get();
+    ASSERT_TRUE(barrier) << barrier.error().message << "\n" << barrier.error().log;
+    ASSERT_TRUE(other) << other.error().message << "\n" << other.error().log;
+  }
+  const std::string text = scrape_metrics(port);
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 2) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 2) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 4) << text;
+}
+
+// Affinity never makes a compile wait: the worker that compiled a header
+// set is busy with it, so the set's next compile, sent at the same time,
+// goes to the other ready worker (its first compile of the set there)
+// instead of waiting to use the busy one's PCH.
+TEST(WorkerAffinity, ACompileNeverWaitsForItsWorkerWhileAnotherIsReady) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  const uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  TestDaemon daemon({"--no-cache", "--compile-workers", "2", "--metrics-port", std::to_string(port)});
+  Client client(daemon.socket_path());
+  ASSERT_TRUE(eventually([&] {
+    Result<DaemonStatus> status = client.status();
+    return status && status->ready_workers == 2;
+  })) << "the daemon did not start its two workers";
+  auto first = compile(daemon.socket_path(), {"cub_1", cub_kernel(1)});
+  ASSERT_TRUE(first) << first.error().message << "\n" << first.error().log;
+  auto second = std::async(std::launch::async, [&] { return compile(daemon.socket_path(), {"cub_2", cub_kernel(2)}); });
+  auto third = compile(daemon.socket_path(), {"cub_3", cub_kernel(3)});
+  auto other = second.get();
+  ASSERT_TRUE(third) << third.error().message << "\n" << third.error().log;
+  ASSERT_TRUE(other) << other.error().message << "\n" << other.error().log;
+  const std::string text = scrape_metrics(port);
+  // One of the two went to the worker that compiled cub_1 (and wrote the
+  // PCH), the other to the second worker, new to the set. Had it waited for
+  // the first worker, it would have used that PCH: one first, one hit.
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 2) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 1) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 0) << text;
+}
+
 // A worker's PCH files stay within pch_bytes: a bound smaller than one PCH
-// evicts each after the compile that wrote it, and every compile still
-// succeeds.
+// evicts each after the compile that wrote it (from the set's second
+// compile on), and every compile still succeeds.
 TEST(WorkerPch, ABoundSmallerThanOnePchEvictsAndCompilesGoOn) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
   const uint16_t port = free_loopback_port();
   ASSERT_NE(port, 0);
   TestDaemon daemon({"--no-cache", "--compile-workers", "1", "--pch-bytes", "1048576", "--metrics-port",
                      std::to_string(port)});
-  for (int i = 1; i <= 2; ++i) {
+  for (int i = 1; i <= 3; ++i) {
     auto ok = compile(daemon.socket_path(), {"cub", cub_kernel(i)});
     ASSERT_TRUE(ok) << ok.error().message << "\n" << ok.error().log;
   }
   const std::string text = scrape_metrics(port);
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 1) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 2) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "evict"}}), 2) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 0) << text;

@@ -1,0 +1,56 @@
+// The header set of a CUDA C++ compile: what the workers' precompiled
+// headers are kept by and the daemon steers compiles with. Sources that
+// differ only below their leading directives are one set; a directive, an
+// option or a request header's text makes another.
+#include <gtest/gtest.h>
+
+#include "backends/nvrtc/nvrtc_pch.h"
+#include "pipeline/header_set.h"
+
+namespace kjit {
+namespace {
+
+TEST(HeaderSet, LeadingDirectivesStopAtTheFirstLineOfCode) {
+  const std::string source =
+      "/* licence\n   text */\n"
+      "// a comment\n"
+      "#include <cub/block/block_reduce.cuh>\n"
+      "\n"
+      "  #define WIDTH \\\n    128\n"
+      "#include \"params.h\"\n"
+      "__global__ void k() {}\n"
+      "#include <late.h>\n";
+  EXPECT_EQ(leading_directives(source),
+            "#include <cub/block/block_reduce.cuh>\n#define WIDTH \\\n    128\n#include \"params.h\"\n");
+  EXPECT_EQ(leading_directives("__global__ void k() {}\n#include <x.h>\n"), "");
+  EXPECT_EQ(leading_directives("#include <a.h>\r\nint x;\r\n"), "#include <a.h>\n");
+}
+
+TEST(HeaderSet, OnlyWhatIsParsedBeforeTheCodeMakesAnotherSet) {
+  const std::vector<std::string> options{"-std=c++17"};
+  const std::map<std::string, std::string> headers{{"params.h", "#define P 1\n"}};
+  auto digest = [](std::string_view source, const std::vector<std::string>& o,
+                   const std::map<std::string, std::string>& h) {
+    return header_set_digest("nvrtc 13.0", o, h, leading_directives(source));
+  };
+  const std::string a = digest("#include <cub/cub.cuh>\n__global__ void k1() {}\n", options, headers);
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(a, digest("#include <cub/cub.cuh>\n// other\n__global__ void k2(int) {}\n", options, headers));
+  EXPECT_NE(a, digest("#include <cuda/std/array>\n__global__ void k1() {}\n", options, headers));
+  EXPECT_NE(a, digest("#include <cub/cub.cuh>\n__global__ void k1() {}\n", {"-std=c++20"}, headers));
+  EXPECT_NE(a, digest("#include <cub/cub.cuh>\n__global__ void k1() {}\n", options, {{"params.h", "#define P 2\n"}}));
+  EXPECT_NE(a, header_set_digest("nvrtc 12.8", options, headers, leading_directives("#include <cub/cub.cuh>\n")));
+}
+
+// A process writes a PCH for a header set only from its second compile of it.
+TEST(HeaderSet, PchIsWantedFromTheSecondCompileOfASet) {
+  const uint64_t firsts = nvrtc_pch_counts().firsts;
+  EXPECT_FALSE(pch_wanted_for("set-a"));
+  EXPECT_TRUE(pch_wanted_for("set-a"));
+  EXPECT_TRUE(pch_wanted_for("set-a"));
+  EXPECT_FALSE(pch_wanted_for("set-b"));
+  EXPECT_EQ(nvrtc_pch_counts().firsts, firsts + 2);
+}
+
+}  // namespace
+}  // namespace kjit
