@@ -62,39 +62,53 @@ wheels_present() {
   done
 }
 
-install_wheels() {
+# install_wheel_set WHAT PREFIX SIZE_NOTE WHEEL...: pip-installs the wheels
+# into PREFIX (stamped with the set), replacing what was there only on
+# success; any failure is a warning naming WHAT.
+install_wheel_set() {
+  local what=$1 prefix=$2 size_note=$3
+  shift 3
+  local stamp="$prefix/.kjit-wheels"
   if ! python3 -m pip --version >/dev/null 2>&1; then
-    echo "install-deps: WARNING: python3 -m pip is not available (Debian: python3-pip); skipping the CUDA wheels" >&2
-    return 0
+    echo "install-deps: WARNING: python3 -m pip is not available (Debian: python3-pip); skipping $what" >&2
+    return 1
   fi
   # The prefix is replaced whole below; never a directory this script did
   # not make.
-  if [[ -d "$wheels_prefix" && ! -f "$wheels_stamp" && -n "$(ls -A "$wheels_prefix")" ]]; then
-    echo "install-deps: WARNING: $wheels_prefix exists and was not made by install-deps; skipping the CUDA wheels" >&2
-    return 0
+  if [[ -d "$prefix" && ! -f "$stamp" && -n "$(ls -A "$prefix")" ]]; then
+    echo "install-deps: WARNING: $prefix exists and was not made by install-deps; skipping $what" >&2
+    return 1
   fi
   # Into a fresh directory, then swapped in: pip --target does not replace
   # a package directory (nvidia/) that is already there, and a failed
   # download must leave the previous set usable.
   local staging
-  if ! mkdir -p "$(dirname "$wheels_prefix")" || ! staging=$(mktemp -d "$wheels_prefix.new.XXXXXX"); then
-    echo "install-deps: WARNING: cannot create $wheels_prefix; skipping the CUDA wheels" >&2
-    return 0
+  if ! mkdir -p "$(dirname "$prefix")" || ! staging=$(mktemp -d "$prefix.new.XXXXXX"); then
+    echo "install-deps: WARNING: cannot create $prefix; skipping $what" >&2
+    return 1
   fi
   # mktemp's 0700 would keep a kjitd running as another user out.
   chmod u=rwx,go=rx "$staging"
-  echo "install-deps: installing ${wheels[*]} into $wheels_prefix"
+  echo "install-deps: installing $* into $prefix$size_note"
   if PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
-       --target "$staging" "${wheels[@]}"; then
-    printf '%s\n' "${wheels[*]}" >"$staging/.kjit-wheels"
-    rm -rf "$wheels_prefix"
-    mv "$staging" "$wheels_prefix"
+       --target "$staging" "$@"; then
+    printf '%s\n' "$*" >"$staging/.kjit-wheels"
+    rm -rf "$prefix"
+    mv "$staging" "$prefix"
+  else
+    rm -rf "$staging"
+    echo "install-deps: WARNING: pip could not install $what (offline?)" >&2
+    return 1
+  fi
+}
+
+install_wheels() {
+  if install_wheel_set "the CUDA wheels" "$wheels_prefix" "" "${wheels[@]}"; then
     echo "install-deps: CUDA wheels in $wheels_prefix:" \
       "$(cd "$wheels_prefix" && ls -d nvidia_*.dist-info 2>/dev/null | sed 's/\.dist-info$//' | tr '\n' ' ')"
   else
-    rm -rf "$staging"
-    echo "install-deps: WARNING: pip could not install the CUDA wheels (offline?); kjit builds without them," \
-      "and targets newer than the system toolkit stay unavailable" >&2
+    echo "install-deps: kjit builds without the CUDA wheels, and targets newer than the system toolkit stay" \
+      "unavailable" >&2
   fi
 }
 
@@ -125,31 +139,11 @@ tileiras_present() {
 }
 
 install_tileiras() {
-  if ! python3 -m pip --version >/dev/null 2>&1; then
-    echo "install-deps: WARNING: python3 -m pip is not available; skipping tileiras" >&2
-    return 0
-  fi
-  if [[ -d "$tileiras_prefix" && ! -f "$tileiras_stamp" && -n "$(ls -A "$tileiras_prefix")" ]]; then
-    echo "install-deps: WARNING: $tileiras_prefix exists and was not made by install-deps; skipping tileiras" >&2
-    return 0
-  fi
-  local staging
-  if ! staging=$(mktemp -d "$tileiras_prefix.new.XXXXXX"); then
-    echo "install-deps: WARNING: cannot create $tileiras_prefix; skipping tileiras" >&2
-    return 0
-  fi
-  chmod u=rwx,go=rx "$staging"
-  echo "install-deps: installing ${tileiras_wheels[*]} into $tileiras_prefix (about 530 MB)"
-  if PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-input --upgrade \
-       --target "$staging" "${tileiras_wheels[@]}"; then
-    printf '%s\n' "${tileiras_wheels[*]}" >"$staging/.kjit-wheels"
-    rm -rf "$tileiras_prefix"
-    mv "$staging" "$tileiras_prefix"
+  if install_wheel_set tileiras "$tileiras_prefix" " (about 530 MB)" "${tileiras_wheels[@]}"; then
     echo "install-deps: tileiras in $tileiras_prefix:" \
       "$(env -u CUDA_HOME "$tileiras_prefix"/nvidia/cu*/bin/tileiras --version 2>/dev/null | tail -n 2 | head -n 1)"
   else
-    rm -rf "$staging"
-    echo "install-deps: WARNING: pip could not install tileiras (offline?); Tile IR input stays unavailable" >&2
+    echo "install-deps: Tile IR input stays unavailable" >&2
   fi
 }
 
