@@ -119,7 +119,7 @@ else
 fi
 
 # tileiras, NVIDIA's Tile IR assembler, for Tile IR input (cuTile's
-# bytecode): opt-in with KJIT_TILEIRAS=1, since it is large. The
+# bytecode): opt-in with KJIT_INSTALL_TILEIRAS=1, since it is large. The
 # cuda-tile[tileiras] set brings tileiras with the ptxas and libnvvm it runs
 # (nvidia/cu13/bin, lib, nvvm) and cuTile itself (tests/tileir exports its
 # kernels with it): about 530 MB installed. pip reads its index from its own
@@ -147,7 +147,7 @@ install_tileiras() {
   fi
 }
 
-if [[ "${KJIT_TILEIRAS:-0}" == 1 ]]; then
+if [[ "${KJIT_INSTALL_TILEIRAS:-0}" == 1 ]]; then
   if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && tileiras_present; then
     echo "install-deps: tileiras present in $tileiras_prefix"
   else

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests the Python client against a real kjitd (build/bin/kjitd, or $KJITD).
-# Installs the package, pytest and triton into a virtual environment under
-# build/python-venv (or $KJIT_PYTHON_VENV), and reinstalls only when the
-# package's sources or the protos changed. Arguments go to pytest.
+# Installs the package, pytest and triton (and cuda-tile, where a tileiras is
+# present) into a virtual environment under build/python-venv (or
+# $KJIT_PYTHON_VENV), and reinstalls only when the package's sources or the
+# protos changed. Arguments go to pytest.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,6 +46,28 @@ if [ -z "${KJIT_SKIP_TRITON:-}" ] && ! "$venv/bin/python" -c \
     'import importlib.util, sys; sys.exit(importlib.util.find_spec("triton") is None)'; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "triton==$triton_version" ||
     echo "run-tests.sh: could not install triton $triton_version; tests/test_triton.py will skip" >&2
+fi
+
+# cuTile for tests/test_cutile.py (kjit.cutile), only where a tileiras is
+# present for those tests to use ($KJIT_TILEIRAS, build/cutile-venv's, or
+# scripts/install-deps.sh's .deps/tileiras): elsewhere, as on CI, which
+# leaves Tile IR out, they skip. cuda-tile without its [tileiras] extra is a
+# small wheel; the version kjit.cutile was written for. KJIT_SKIP_CUTILE=1
+# leaves it out.
+cutile_version=1.7.0
+have_tileiras() {
+  [[ -n "${KJIT_TILEIRAS:-}" && -x "${KJIT_TILEIRAS:-}" ]] && return 0
+  local candidate
+  for candidate in "$repo"/build/cutile-venv/lib/python3*/site-packages/nvidia/cu*/bin/tileiras \
+      "$repo"/.deps/tileiras/nvidia/cu*/bin/tileiras; do
+    [[ -x "$candidate" ]] && return 0
+  done
+  return 1
+}
+if [ -z "${KJIT_SKIP_CUTILE:-}" ] && have_tileiras && ! "$venv/bin/python" -c \
+    'import importlib.util, sys; sys.exit(importlib.util.find_spec("cuda.tile") is None)' 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cuda-tile==$cutile_version" ||
+    echo "run-tests.sh: could not install cuda-tile $cutile_version; tests/test_cutile.py will skip" >&2
 fi
 
 cd "$here"

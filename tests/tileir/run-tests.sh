@@ -23,7 +23,7 @@ if [[ -z "$tileiras" ]]; then
   done
 fi
 if [[ -z "$tileiras" || ! -x "$tileiras" ]]; then
-  echo "SKIP: no tileiras (set KJIT_TILEIRAS, run scripts/install-deps.sh with KJIT_TILEIRAS=1, or pip install" \
+  echo "SKIP: no tileiras (set KJIT_TILEIRAS, run scripts/install-deps.sh with KJIT_INSTALL_TILEIRAS=1, or pip install" \
     "\"cuda-tile[tileiras]\" into $venv)"
   exit 77
 fi
