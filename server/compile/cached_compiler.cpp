@@ -59,7 +59,10 @@ Result<Artifact> CachedCompiler::run(const CompileJob& job, const CompilePlan& p
     if (!granted) return granted.error();
     slot.emplace(std::move(granted.value()));
   }
-  return workers_ ? workers_->run(job, plan, abandoned) : pipeline_->run(job, plan);
+  // The namespace only keeps PCHs of the request's own headers apart by
+  // tenant (a worker's; this process keeps none); plan.key, derived
+  // without it, is what the cache files the artifact under.
+  return workers_ ? workers_->run(job, plan, scope.ns, abandoned) : pipeline_->run(job, plan, scope.ns);
 }
 
 bool CachedCompiler::abandoned(const std::string& stored_key) const {

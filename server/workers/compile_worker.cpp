@@ -85,7 +85,7 @@ void set_pch_counts(worker::Outcome& outcome, const NvrtcPchCounts& before) {
 worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire, const DaemonConfig& config) {
   Result<WorkerJob> job = from_worker_job(wire, config);
   if (!job) return failure(job.error());
-  Result<Artifact> artifact = pipeline.run(job->job, job->plan);
+  Result<Artifact> artifact = pipeline.run(job->job, job->plan, job->caller_namespace);
   if (std::optional<Error> crossed = bound_crossed_by(artifact, config.compile_bounds)) return failure(*crossed, true);
   if (!artifact) return failure(artifact.error());
   return artifact_outcome(std::move(artifact.value()));

@@ -88,16 +88,18 @@ constexpr size_t k_remembered_header_sets = 8;
 
 // Which header set a CUDA C++ compile parses, as the daemon can tell before
 // it runs: the target (NVRTC's -arch), the routed toolchain as the key names
-// it, the request's options and headers and the source's leading
-// directives. The pass spells its set from the options NVRTC actually gets
-// (builtin_passes.cpp), so the two need not agree: this only steers a
-// compile to a worker likely to hold its PCH. Empty for other inputs.
-std::string affinity_key(const CompileJob& job, const CompilePlan& plan) {
+// it, the request's options and headers, the source's leading directives
+// and, with request headers, the caller's namespace (the worker keeps those
+// PCHs per namespace). The pass spells its set from the options NVRTC
+// actually gets (builtin_passes.cpp), so the two need not agree: this only
+// steers a compile to a worker likely to hold its PCH. Empty for other
+// inputs.
+std::string affinity_key(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace) {
   if (job.input_kind != InputKind::cuda_source) return {};
   std::string toolchain = job.target.canonical() + "\n" + plan.pipeline.name;
   for (const KeyComponent& component : plan.key.components)
     if (component.name.starts_with("toolchain.")) toolchain += "\n" + component.name + "=" + component.value;
-  return header_set_digest(toolchain, job.options, job.headers, leading_directives(job.input));
+  return header_set_digest(toolchain, job.options, job.headers, leading_directives(job.input), caller_namespace);
 }
 
 enum class AnswerWait { ready, timed_out, abandoned };
@@ -418,8 +420,8 @@ CompileWorkers::StartReport CompileWorkers::last_start() const {
 }
 
 Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan,
-                                     const std::function<bool()>& abandoned) {
-  const std::string header_set = affinity_key(job, plan);
+                                     std::string_view caller_namespace, const std::function<bool()>& abandoned) {
+  const std::string header_set = affinity_key(job, plan, caller_namespace);
   Result<Worker> worker = acquire(abandoned, header_set);
   if (!worker) return worker.error();
   if (abandoned && abandoned()) {  // while its worker started: the worker is fine
@@ -431,7 +433,7 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
     worker->header_sets.push_back(header_set);
     if (worker->header_sets.size() > k_remembered_header_sets) worker->header_sets.erase(worker->header_sets.begin());
   }
-  if (Status sent = write_frame(worker->fd, to_worker_job(job, plan)); !sent) {
+  if (Status sent = write_frame(worker->fd, to_worker_job(job, plan, caller_namespace)); !sent) {
     const WorkerEnd end = discard(*worker, /*kill_first=*/true);
     count_end(stopping() ? "shutdown" : "crashed");
     return make_error(ErrorCode::internal,

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -70,11 +71,14 @@ class CompileWorkers {
 
   // Runs the planned job in a worker. The artifact's key is checked against
   // plan.key: a worker that derived another one runs another configuration.
-  // `abandoned` says that every request waiting on this compile went away
+  // `caller_namespace` is the caller's compile cache namespace (empty: the
+  // default one): the worker keeps PCHs of the request's own headers per
+  // namespace, and the pool's affinity follows (header_set.h); it never
+  // changes the artifact. `abandoned` says that every request waiting on this compile went away
   // (cancelled, or past its deadline); it is polled while the compile waits
   // for a worker and while it runs, and when it turns true the worker is
   // killed (and replaced as usual) and the answer is ErrorCode::cancelled.
-  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan,
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace,
                        const std::function<bool()>& abandoned = {});
 
   size_t live_workers() const;

@@ -13,9 +13,10 @@
 
 namespace kjit {
 
-worker::Job to_worker_job(const CompileJob& job, const CompilePlan& plan) {
+worker::Job to_worker_job(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace) {
   worker::Job out;
   to_compile_request(job, *out.mutable_request());
+  out.set_caller_namespace(std::string(caller_namespace));
   worker::Plan& p = *out.mutable_plan();
   p.set_pipeline(plan.pipeline.name);
   for (const StageSpec& stage : plan.pipeline.stages) {
@@ -55,7 +56,7 @@ Result<WorkerJob> from_worker_job(const worker::Job& in, const DaemonConfig& con
   if (!is_key_hex(p.key())) return garbled("plan has no key");
   plan.key.hex = p.key();
   for (const internal::KeyComponent& c : p.key_components()) plan.key.components.push_back({c.name(), c.value()});
-  return WorkerJob{std::move(job.value()), std::move(plan)};
+  return WorkerJob{std::move(job.value()), std::move(plan), in.caller_namespace()};
 }
 
 worker::Outcome artifact_outcome(Artifact&& artifact) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/artifact.h"
 #include "core/compile_job.h"
@@ -20,12 +21,15 @@ namespace kjit {
 // artifact; a length beyond it means the peer is not speaking the protocol.
 inline constexpr uint32_t k_max_worker_frame_bytes = 1u << 30;
 
-// A job and the plan the daemon derived for it, as a worker receives them.
+// A job and the plan the daemon derived for it, as a worker receives them,
+// and whose it is: the caller's compile namespace, which only keeps its
+// PCHs apart from other callers' (CompilePipeline::run).
 struct WorkerJob {
   CompileJob job;
   CompilePlan plan;
+  std::string caller_namespace;
 };
-worker::Job to_worker_job(const CompileJob& job, const CompilePlan& plan);
+worker::Job to_worker_job(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace = {});
 // The request is read with the daemon's own translation (to_compile_job)
 // and limits; anything that does not read back is an internal error, since
 // only the daemon writes jobs.

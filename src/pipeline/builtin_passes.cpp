@@ -30,19 +30,21 @@ namespace {
 
 // Where a compile's automatic PCHs live, when the process keeps them and
 // has compiled the compile's header set before (pch_wanted_for): one
-// directory per NVRTC library, option list and set of request headers.
+// directory per NVRTC library, option list and set of request headers, and
+// with request headers per caller's namespace too (header_set.h).
 // NVRTC checks a PCH against the options and the source's directives, but
 // not against the contents of the headers given with the program: a PCH of
 // another request's "common.h" would compile this one against the wrong
 // text. Requests that differ only below their includes share a directory;
 // NVRTC keeps one PCH file in it per leading directives.
 std::string pch_directory(const CudaToolkit& toolkit, const NvrtcApi& nvrtc, const CompileJob& job,
-                          const std::vector<std::string>& options) {
+                          const std::vector<std::string>& options, std::string_view ns) {
   const std::optional<NvrtcPchSettings> pch = nvrtc_auto_pch();
   if (!pch) return {};
   const std::string toolchain = toolkit.home() + "\n" + nvrtc.library_path;
-  if (!pch_wanted_for(header_set_digest(toolchain, options, job.headers, leading_directives(job.input)))) return {};
-  return pch->directory + "/" + header_set_digest(toolchain, options, job.headers, {}).substr(0, 32);
+  if (!pch_wanted_for(header_set_digest(toolchain, options, job.headers, leading_directives(job.input), ns)))
+    return {};
+  return pch->directory + "/" + header_set_digest(toolchain, options, job.headers, {}, ns).substr(0, 32);
 }
 
 Result<PassOutput> run_nvrtc(PassContext& ctx, std::string_view source) {
@@ -63,7 +65,8 @@ Result<PassOutput> run_nvrtc(PassContext& ctx, std::string_view source) {
   CompileJob job = ctx.job;  // the pass may run on rewritten source
   job.input = std::string(source);
   Result<PtxOutput> out =
-      compile_cuda_to_ptx(**nvrtc, job, nvrtc_options, pch_directory(ctx.toolkit, **nvrtc, job, nvrtc_options));
+      compile_cuda_to_ptx(**nvrtc, job, nvrtc_options,
+                          pch_directory(ctx.toolkit, **nvrtc, job, nvrtc_options, ctx.caller_namespace));
   if (!out) return out.error();
   ctx.lowered_names = std::move(out->lowered_names);
   return PassOutput{std::move(out->ptx), std::move(out->log)};

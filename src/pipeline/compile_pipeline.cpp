@@ -254,14 +254,15 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job) const {
   return run(job, *p);
 }
 
-Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& plan) const {
+Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& plan,
+                                      std::string_view caller_namespace) const {
   Artifact artifact;
   artifact.target = job.target.canonical();
   artifact.pipeline = plan.pipeline.name;
   artifact.key = plan.key.hex;
   artifact.key_components = plan.key.components;
 
-  if (job.target.is_amd()) return run_amd(job, plan, std::move(artifact));
+  if (job.target.is_amd()) return run_amd(job, plan, std::move(artifact), caller_namespace);
 
   const RoutedToolkit& routed = routing_.for_target(job.target);
   const CudaToolkit& toolkit = *routed.toolkit;
@@ -269,7 +270,7 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
   bool cubin_possible = static_cast<bool>(check_toolkit_supports(toolkit, job.target));
   bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
   std::map<std::string, std::string> lowered;
-  PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_};
+  PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_, caller_namespace};
   Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
                                          ir_kind_of(job.input_kind), stop_at_ptx);
   if (!run) return run.error();
@@ -316,10 +317,11 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
   return artifact;
 }
 
-Result<Artifact> CompilePipeline::run_amd(const CompileJob& job, const CompilePlan& plan, Artifact artifact) const {
+Result<Artifact> CompilePipeline::run_amd(const CompileJob& job, const CompilePlan& plan, Artifact artifact,
+                                          std::string_view caller_namespace) const {
   artifact.toolkit = toolchains_of(plan.pipeline, registry_, {});
   std::map<std::string, std::string> lowered;
-  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_};
+  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_, caller_namespace};
   Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
                                          ir_kind_of(job.input_kind), false);
   if (!run) return run.error();

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,7 +55,9 @@ class CompilePipeline {
   Result<CacheKey> key(const CompileJob& job) const;
   Result<Artifact> run(const CompileJob& job) const;
   // `plan` must be plan(job)'s (here, or in the daemon that sent it).
-  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan) const;
+  // `caller_namespace` (PassContext) keeps one caller's automatic PCHs from
+  // another's; the artifact does not depend on it.
+  Result<Artifact> run(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace = {}) const;
 
   std::vector<std::string> pipeline_names() const;
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
@@ -70,7 +73,8 @@ class CompilePipeline {
   Result<PipelineSpec> base_pipeline(InputKind input, const std::string& name) const;
   Result<PipelineSpec> apply_edits(InputKind input, const std::string& name) const;
   // The rest of run() for hip: targets: a code object, read back.
-  Result<Artifact> run_amd(const CompileJob& job, const CompilePlan& plan, Artifact artifact) const;
+  Result<Artifact> run_amd(const CompileJob& job, const CompilePlan& plan, Artifact artifact,
+                           std::string_view caller_namespace) const;
   void resolve_all();
   Status validate() const;
 

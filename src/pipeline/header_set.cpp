@@ -53,7 +53,8 @@ std::string leading_directives(std::string_view source) {
 }
 
 std::string header_set_digest(std::string_view toolchain, const std::vector<std::string>& options,
-                              const std::map<std::string, std::string>& headers, std::string_view directives) {
+                              const std::map<std::string, std::string>& headers, std::string_view directives,
+                              std::string_view ns) {
   std::string identity;
   auto add = [&identity](std::string_view part) {
     identity += std::to_string(part.size()) + ":";
@@ -68,6 +69,9 @@ std::string header_set_digest(std::string_view toolchain, const std::vector<std:
     add(content);
   }
   add(directives);
+  // Length-prefixed like every part, so no namespace's name reads as more
+  // directives. Toolkit-only sets leave it out: those PCHs are everyone's.
+  if (!headers.empty()) add(ns);
   return sha256_hex(identity);
 }
 

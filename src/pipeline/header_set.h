@@ -26,7 +26,14 @@ std::string leading_directives(std::string_view source);
 // headers given with the request (names and contents: NVRTC does not check
 // a given header's text against a PCH) and `directives` (leading_directives
 // of the source, or empty for every source at once).
+// With request headers, `ns` too: the caller's compile namespace (its
+// tenant's; empty for the default one). A PCH of one tenant's own headers
+// then never serves another tenant, even one that sends the same bytes,
+// whose compile would otherwise run faster and tell it that someone else
+// sent them. Without request headers the set is the toolkit's headers
+// alone, which every tenant may share, and `ns` is left out.
 std::string header_set_digest(std::string_view toolchain, const std::vector<std::string>& options,
-                              const std::map<std::string, std::string>& headers, std::string_view directives);
+                              const std::map<std::string, std::string>& headers, std::string_view directives,
+                              std::string_view ns);
 
 }  // namespace kjit

@@ -21,6 +21,11 @@ struct PassContext {
   std::map<std::string, std::string> args;           // this pass's arguments: key -> value
   std::map<std::string, std::string>& lowered_names;  // filled by nvrtc-compile
   std::vector<std::string> llvm_pass_plugins;        // paths, for llvm-passes
+  // The caller's compile namespace (empty: the default one, or unknown),
+  // for what a process keeps across compiles: a compile worker's PCHs of
+  // the request's own headers are kept per namespace (header_set.h). Never
+  // in the key: no pass's output may depend on it.
+  std::string_view caller_namespace;
 };
 
 struct PassOutput {

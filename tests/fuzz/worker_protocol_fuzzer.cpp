@@ -37,8 +37,10 @@ void check_job(std::string_view bytes) {
     return;
   }
   // What the daemon sends for a job and its plan must come back the same.
-  kjit::Result<kjit::WorkerJob> again = kjit::from_worker_job(kjit::to_worker_job(decoded->job, decoded->plan), config);
+  kjit::Result<kjit::WorkerJob> again =
+      kjit::from_worker_job(kjit::to_worker_job(decoded->job, decoded->plan, decoded->caller_namespace), config);
   FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(again->caller_namespace == decoded->caller_namespace);
   FUZZ_CHECK(again->job == decoded->job);
   FUZZ_CHECK(again->plan == decoded->plan);
 }

@@ -6,19 +6,23 @@
 // served from an earlier request's PCH. A worker writes a header set's PCH
 // at its second compile of the set, not its first, and the daemon sends a
 // compile to the ready worker that compiled its header set, never making it
-// wait while another is ready.
+// wait while another is ready. A PCH of one tenant's own headers never
+// serves another tenant; one of toolkit headers alone serves everyone.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <future>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "kjit/client.h"
+#include "pipeline/cache_key.h"
 #include "support/daemon_test.h"
 #include "support/eventually.h"
 #include "support/loopback.h"
 #include "support/metrics_scrape.h"
+#include "temp_dir.h"
 
 namespace kjit::test {
 namespace {
@@ -106,14 +110,17 @@ double pch_events(uint16_t port, const std::string& event) {
   return metric_total(scrape_metrics(port), "kjit_worker_pch_total", {{"event", event}});
 }
 
-Result<CompileResult> compile(const std::string& socket, const Kernel& kernel) {
+// `token`: a tenant's; empty, the socket's default.
+Result<CompileResult> compile(const std::string& socket, const Kernel& kernel, const std::string& token = {}) {
   CompileRequest request;
   request.input = kernel.source;
   request.input_name = "family.cu";  // one name: NVRTC names its PCH files after it
   request.target = "cuda:90";
   request.options = {"-std=c++17"};
   request.headers = kernel.headers;
-  return Client(socket).compile(request);
+  ClientOptions options;
+  options.token = token;
+  return Client(socket, options).compile(request);
 }
 
 TEST(WorkerPch, WarmPrecompiledHeadersGiveTheSameCubinsAsNone) {
@@ -170,6 +177,43 @@ TEST(WorkerPch, TheFirstCompileOfAHeaderSetWritesNoPchTheSecondDoes) {
   step({"cub_3", cub_kernel(3)}, 1, 1, 1);
   step({"barrier_1", barrier_kernel(1)}, 2, 1, 1);
   step({"cub_4", cub_kernel(4)}, 2, 1, 2);
+}
+
+// Two tenants sending byte-identical request headers do not share a PCH of
+// them: the second tenant's compiles start the set over in its own
+// namespace (a first compile, then its own PCH), where sharing would have
+// made both a hit, and told it, by the speed, that another tenant sent the
+// same headers. The first tenant's PCH still serves the first tenant, and a
+// set of toolkit headers alone is one for both.
+TEST(WorkerPch, TwoTenantsWithTheSameRequestHeadersDoNotShareItsPch) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  const uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  TempDir temp;
+  const std::string tenants = temp.path() + "/tenants.toml";
+  std::ofstream(tenants) << "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"" << sha256_hex("alpha-pch-token")
+                         << "\"\nnamespace = \"team-a\"\n"
+                         << "[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"" << sha256_hex("beta-pch-token")
+                         << "\"\nnamespace = \"team-b\"\n";
+  // One worker, no cache: every request compiles, in the same worker.
+  TestDaemon daemon({"--no-cache", "--compile-workers", "1", "--tenants", tenants, "--metrics-port",
+                     std::to_string(port)});
+  auto step = [&](const std::string& token, const Kernel& kernel, double first, double create, double hit) {
+    SCOPED_TRACE(token + " " + kernel.name);
+    auto ok = compile(daemon.socket_path(), kernel, token);
+    ASSERT_TRUE(ok) << ok.error().message << "\n" << ok.error().log;
+    EXPECT_EQ(pch_events(port, "first"), first);
+    EXPECT_EQ(pch_events(port, "create"), create);
+    EXPECT_EQ(pch_events(port, "hit"), hit);
+  };
+  step("alpha-pch-token", header_kernel(1111), 1, 0, 0);
+  step("alpha-pch-token", header_kernel(1111), 1, 1, 0);
+  step("beta-pch-token", header_kernel(1111), 2, 1, 0);
+  step("beta-pch-token", header_kernel(1111), 2, 2, 0);
+  step("alpha-pch-token", header_kernel(1111), 2, 2, 1);
+  step("alpha-pch-token", {"cub_1", cub_kernel(1)}, 3, 2, 1);
+  step("alpha-pch-token", {"cub_2", cub_kernel(2)}, 3, 3, 1);
+  step("beta-pch-token", {"cub_3", cub_kernel(3)}, 3, 3, 2);
 }
 
 // With two workers ready, each of two header sets compiled in turn keeps to

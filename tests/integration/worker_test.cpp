@@ -359,7 +359,7 @@ class InProcessWorkersTest : public ::testing::Test {
     const CompileJob j = job(pipeline);
     Result<CompilePlan> plan = pipeline_->plan(j);
     if (!plan) return plan.error();
-    return workers_->run(j, *plan, abandoned);
+    return workers_->run(j, *plan, /*caller_namespace=*/{}, abandoned);
   }
   // True from `after` on: every request waiting went away then.
   static std::function<bool()> abandoned_after(std::chrono::milliseconds after) {

@@ -1,7 +1,8 @@
 // The header set of a CUDA C++ compile: what the workers' precompiled
 // headers are kept by and the daemon steers compiles with. Sources that
 // differ only below their leading directives are one set; a directive, an
-// option or a request header's text makes another.
+// option or a request header's text makes another, and so does the caller's
+// namespace when the request has headers of its own.
 #include <gtest/gtest.h>
 
 #include "backends/nvrtc/nvrtc_pch.h"
@@ -31,7 +32,7 @@ TEST(HeaderSet, OnlyWhatIsParsedBeforeTheCodeMakesAnotherSet) {
   const std::map<std::string, std::string> headers{{"params.h", "#define P 1\n"}};
   auto digest = [](std::string_view source, const std::vector<std::string>& o,
                    const std::map<std::string, std::string>& h) {
-    return header_set_digest("nvrtc 13.0", o, h, leading_directives(source));
+    return header_set_digest("nvrtc 13.0", o, h, leading_directives(source), "");
   };
   const std::string a = digest("#include <cub/cub.cuh>\n__global__ void k1() {}\n", options, headers);
   EXPECT_EQ(a.size(), 64u);
@@ -39,7 +40,29 @@ TEST(HeaderSet, OnlyWhatIsParsedBeforeTheCodeMakesAnotherSet) {
   EXPECT_NE(a, digest("#include <cuda/std/array>\n__global__ void k1() {}\n", options, headers));
   EXPECT_NE(a, digest("#include <cub/cub.cuh>\n__global__ void k1() {}\n", {"-std=c++20"}, headers));
   EXPECT_NE(a, digest("#include <cub/cub.cuh>\n__global__ void k1() {}\n", options, {{"params.h", "#define P 2\n"}}));
-  EXPECT_NE(a, header_set_digest("nvrtc 12.8", options, headers, leading_directives("#include <cub/cub.cuh>\n")));
+  EXPECT_NE(a, header_set_digest("nvrtc 12.8", options, headers, leading_directives("#include <cub/cub.cuh>\n"), ""));
+}
+
+// A PCH of a tenant's own headers serves only that tenant: two tenants
+// sending the same bytes are two sets. Sets of toolkit headers alone are
+// one for everyone.
+TEST(HeaderSet, TheCallersNamespaceMakesAnotherSetOnlyWithRequestHeaders) {
+  const std::vector<std::string> options{"-std=c++17"};
+  const std::string directives = leading_directives("#include <cub/cub.cuh>\n#include \"params.h\"\nint x;\n");
+  const std::map<std::string, std::string> headers{{"params.h", "#define P 1\n"}};
+  auto digest = [&](const std::map<std::string, std::string>& h, std::string_view ns, std::string_view d) {
+    return header_set_digest("nvrtc 13.0", options, h, d, ns);
+  };
+  for (const std::string& d : {directives, std::string()}) {  // the set, and its PCH directory
+    SCOPED_TRACE(d);
+    EXPECT_NE(digest(headers, "team-a", d), digest(headers, "team-b", d));
+    EXPECT_NE(digest(headers, "team-a", d), digest(headers, "", d));
+    EXPECT_EQ(digest(headers, "team-a", d), digest(headers, "team-a", d));
+    EXPECT_EQ(digest({}, "team-a", d), digest({}, "team-b", d));
+    EXPECT_EQ(digest({}, "team-a", d), digest({}, "", d));
+    // Length-prefixed: a namespace's name never reads as more directives.
+    EXPECT_NE(digest(headers, "b", d + "a"), digest(headers, "ab", d));
+  }
 }
 
 // A process writes a PCH for a header set only from its second compile of it.

@@ -47,7 +47,7 @@ class PipelineRunnerTest : public ::testing::Test {
   }
   Result<PipelineRun> run(const PipelineSpec& pipeline, const std::map<std::string, std::string>& args = {},
                           bool stop_at_ptx = false) {
-    PassContext context{job_, *toolkit_, {}, lowered_names_, {}};
+    PassContext context{job_, *toolkit_, {}, lowered_names_, {}, {}};
     return run_pipeline(pipeline, registry_, context, args, "src", IrKind::cuda_source, stop_at_ptx);
   }
 
