@@ -145,9 +145,13 @@ Result<PipelineEdit> read_edit(const toml::table& t, const std::string& source, 
   return edit;
 }
 
+// A basic string, escapes and all: toml++'s default would write a text that
+// starts with a newline as a multi-line string, whose first newline TOML
+// drops on reading, so the name would not read back.
 std::string quoted(std::string_view text) {
   std::ostringstream out;
-  out << toml::value<std::string>(std::string(text));
+  const toml::value<std::string> value{std::string(text)};
+  out << toml::toml_formatter(value, toml::format_flags::none);
   return out.str();
 }
 
