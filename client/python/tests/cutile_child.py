@@ -29,33 +29,12 @@ def _counting_run(command, *args, **kwargs):
 subprocess.run = _counting_run
 
 import cuda.tile as ct  # noqa: E402
-from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, export_kernel  # noqa: E402
+from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel  # noqa: E402
 
-
-@ct.kernel
-def vector_add(a, b, c, tile: ct.Constant[int]):
-    bid = ct.bid(0)
-    ta = ct.load(a, index=(bid,), shape=(tile,))
-    tb = ct.load(b, index=(bid,), shape=(tile,))
-    ct.store(c, index=(bid,), tile=ta + tb)
-
-
-@ct.kernel
-def matmul(a, b, c, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[int]):
-    bm = ct.bid(0)
-    bn = ct.bid(1)
-    k_tiles = ct.num_tiles(a, axis=1, shape=(tm, tk))
-    acc = ct.full((tm, tn), 0, dtype=ct.float32)
-    for k in range(k_tiles):
-        ta = ct.load(a, index=(bm, k), shape=(tm, tk))
-        tb = ct.load(b, index=(k, bn), shape=(tk, tn))
-        acc = ct.mma(ta, tb, acc)
-    ct.store(c, index=(bm, bn), tile=acc.astype(c.dtype))
-
-
-def array(dtype, ndim):
-    return ArrayConstraint(dtype, ndim, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
-                           may_alias_internally=False)
+# The kernels tests/tileir exports too: one definition, in a file of its own,
+# since cuTile reads a kernel's source from its file.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "tileir"))
+from export_kernels import array, matmul, vector_add  # noqa: E402
 
 
 def signatures(name):
