@@ -13,6 +13,9 @@ packages=(
   libamdhip64-dev libamd-comgr-dev rocm-device-libs libmsgpack-cxx-dev
   liblld-19-dev lld-19 clang-tools-19
   libsystemd-dev
+  # A real Prometheus server for tests/metrics (kjitd scraped over TLS with a
+  # token); the test is skipped without it.
+  prometheus
 )
 
 missing=()

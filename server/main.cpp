@@ -48,5 +48,5 @@ int main(int argc, char** argv) {
 
   if (worker_fd >= 0) kjit::worker_main(config, line->worker_setup, worker_fd);
   if (line->check_config) return kjit::check_configuration(config);
-  return kjit::serve_until_signalled(config, line->worker_launch);
+  return kjit::serve_until_signalled(config, line->worker_launch, line->reread);
 }

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "client/cli/admin_commands.h"
 #include "client/cli/cache_commands.h"
 #include "client/cli/compile_command.h"
 #include "client/cli/connection.h"
@@ -73,8 +74,10 @@ int main(int argc, char** argv) {
   CLI::App* launch = kjit::cli::add_launch_command(app, launch_args);
   kjit::cli::ToolkitsArgs toolkits_args;
   CLI::App* toolkits = kjit::cli::add_toolkits_command(app, toolkits_args);
+  kjit::cli::AdminArgs admin_args;
+  CLI::App* admin = kjit::cli::add_admin_command(app, admin_args);
   // The connection options are accepted after the subcommand too.
-  for (CLI::App* command : {compile, health, pipeline_show, cache, plan, launch, toolkits})
+  for (CLI::App* command : {compile, health, pipeline_show, cache, plan, launch, toolkits, admin})
     kjit::cli::add_connection_options(*command, connection_flags);
 
   try {
@@ -99,6 +102,7 @@ int main(int argc, char** argv) {
   if (*plan) return kjit::cli::run_plan(plan_args, connection);
   if (*launch) return kjit::cli::run_launch(launch_args, connection);
   if (*toolkits) return kjit::cli::run_toolkits(toolkits_args, connection);
+  if (*admin) return kjit::cli::run_admin(admin_args, connection);
   if (*pipeline && *pipeline_show) return kjit::cli::run_pipeline_show(pipeline_args, connection);
   return kjit::cli::k_exit_usage;
 }

@@ -273,6 +273,12 @@ struct KeyExplanation {
   std::vector<Difference> differences;
 };
 
+// What a reload of kjitd's configuration put in force (`kjit admin reload`).
+struct ReloadResult {
+  std::vector<std::string> reloaded;       // "tenants", "tls", "log_file", and changed keys applied at once
+  std::vector<std::string> needs_restart;  // changed keys whose new value waits for a restart
+};
+
 // The daemon's status (`kjit health --verbose`): how compiles are confined
 // and what each may use.
 struct DaemonStatus {
@@ -374,6 +380,11 @@ class Client {
   // "SERVING" when the daemon is up.
   Result<std::string> health() const;
   Result<DaemonStatus> status() const;
+  // The operator's (permission_denied for anyone else): kjitd reads its
+  // configuration again, as on SIGHUP. A refused reload is the error
+  // (invalid_argument or failed_precondition naming the file), and the
+  // daemon serves on with the configuration it had.
+  Result<ReloadResult> reload() const;
   // The CUDA toolkits the daemon found and which builds each target.
   Result<ToolkitListing> toolkits() const;
 

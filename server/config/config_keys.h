@@ -30,6 +30,9 @@ struct ConfigKey {
   int64_t min = 0, max = 0;                  // integer: the accepted range, both ends included
   std::vector<std::string_view> choices{};   // text: the only accepted values; empty: any
   bool flag_sets = true;                   // boolean: the value its bare flag sets (--no-cache: false)
+  // Whether a reload (SIGHUP, `kjit admin reload`) puts a new value in
+  // force at once; any other key's new value waits for a restart.
+  bool reloadable = false;
   void (*set)(DaemonConfig&, const ConfigValue&) = nullptr;  // a value already checked by check()
   ConfigValue (*get)(const DaemonConfig&) = nullptr;
 };

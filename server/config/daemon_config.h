@@ -51,7 +51,7 @@ struct CacheConfig {
   bool direct_reads = true;
 };
 
-// TLS for the TCP listener: PEM files read at start.
+// TLS for the TCP listener: PEM files read at start and at each reload.
 struct TlsConfig {
   std::string cert_file;
   std::string key_file;
@@ -101,7 +101,12 @@ struct DaemonConfig {
   // Prometheus metrics on http://metrics_address:metrics_port/metrics; 0: none.
   uint16_t metrics_port = 0;
   std::string metrics_address = "127.0.0.1";
-  std::string log_file;                          // empty: stderr; SIGHUP reopens it
+  // The metrics port asks for `authorization: Bearer <token>`: the token's
+  // SHA-256 in hex (as tenants' tokens are kept); empty: no token asked.
+  std::string metrics_token_sha256;
+  // The metrics port speaks TLS with the TCP listener's certificate and key.
+  bool metrics_tls = false;
+  std::string log_file;                          // empty: stderr; a reload (SIGHUP) reopens it
   uint32_t drain_timeout_s = 30;                 // SIGTERM: in-flight requests get this long
   uint64_t max_input_bytes = 16ull << 20;        // one request's source / PTX
   uint64_t max_header_bytes = 64ull << 20;       // all headers of one request, together

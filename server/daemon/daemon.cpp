@@ -42,6 +42,8 @@
 #include "server/daemon/systemd_notify.h"
 #include "server/access/local_users.h"
 #include "server/access/peer_credentials.h"
+#include "server/access/served_certificates.h"
+#include "server/observe/request_log.h"
 
 namespace kjit {
 namespace {
@@ -132,6 +134,7 @@ Status Daemon::start() {
   socket_path_ = std::filesystem::absolute(config_.socket_path.empty() ? default_socket_path() : config_.socket_path)
                      .lexically_normal()
                      .string();
+  start_directory_ = std::filesystem::current_path().string();
   std::optional<gid_t> group_id;
   if (!config_.socket_group.empty()) {
     Result<gid_t> id = socket_group_id(config_.socket_group);
@@ -167,11 +170,8 @@ Status Daemon::start() {
     spdlog::info("{} tenant(s) from {}; tokens required on TCP{}", tenants->tenants().size(), config_.tenants_file,
                  config_.socket_requires_token ? " and on the socket" : "");
   }
-  if (config_.metrics_port != 0) {
-    metrics_ = std::make_shared<Metrics>();
-    if (Status s = metrics_->serve(config_.metrics_address, config_.metrics_port); !s) return s;
-    spdlog::info("metrics on http://{}:{}/metrics", config_.metrics_address, metrics_->port());
-  }
+  // Served once the TCP listener's certificate is (metrics_tls serves it too).
+  if (config_.metrics_port != 0) metrics_ = std::make_shared<Metrics>();
   admission_ = std::make_shared<CompileAdmission>(CompileAdmission::Options{
       config_.admission.max_pending_compiles, config_.admission.max_pending_per_tenant,
       // Compiles in the daemon's process still get bounded concurrency.
@@ -196,8 +196,8 @@ Status Daemon::start() {
   if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
   launch_service_ = std::make_unique<LaunchService>(compiler, driver, gate_);
   cache_service_ = std::make_unique<CacheService>(compiler, gate_);
-  diagnostics_service_ =
-      std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_}, workers_, gate_);
+  diagnostics_service_ = std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_},
+                                                              workers_, gate_, [this] { return reload(); });
   if (metrics_) {
     MetricsSources sources;
     if (cache) {
@@ -221,7 +221,21 @@ Status Daemon::start() {
   if (!listen_fd) return listen_fd.error();
   acceptor_ = std::make_unique<SocketAcceptor>(*listen_fd, peers, *local_users);
   int tcp_port = 0;
-  if (Status s = add_tcp_listener(builder, config_, &tcp_port); !s) return s;
+  // The TLS files' private copies, beside the socket as its manifest is.
+  if (Status s = add_tcp_listener(builder, config_, socket_path_ + ".tls", &tcp_port, &served_certificates_); !s)
+    return s;
+  if (metrics_) {
+    MetricsAccess access;
+    access.token_sha256 = config_.metrics_token_sha256;
+    if (config_.metrics_tls && served_certificates_)
+      access.tls = [served = served_certificates_] {
+        const std::shared_ptr<const TlsMaterial> material = served->material();
+        return std::make_shared<const MetricsCertificate>(MetricsCertificate{material->cert, material->key});
+      };
+    if (Status s = metrics_->serve(config_.metrics_address, config_.metrics_port, std::move(access)); !s) return s;
+    spdlog::info("metrics on {}://{}:{}/metrics{}", config_.metrics_tls ? "https" : "http", config_.metrics_address,
+                 metrics_->port(), config_.metrics_token_sha256.empty() ? "" : " (bearer token required)");
+  }
   // Room for the largest request any configured limit admits, so kjit's own
   // checks answer, naming the limit; anything bigger is refused by gRPC
   // itself with RESOURCE_EXHAUSTED before it is read.
@@ -316,9 +330,13 @@ void Daemon::drain() {
   gate_->start_draining();
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService())
     health->SetServingStatus(false);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.drain_timeout_s);
+  const uint32_t drain_timeout_s = [&] {
+    std::lock_guard lock(config_mutex_);  // a reload may have changed it
+    return config_.drain_timeout_s;
+  }();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(drain_timeout_s);
   const std::string draining = "draining: " + std::to_string(gate_->in_flight()) + " call(s) in flight, up to " +
-                               std::to_string(config_.drain_timeout_s) + " s";
+                               std::to_string(drain_timeout_s) + " s";
   spdlog::info("{}", draining);
   systemd_notify::stopping(draining);
   if (gate_->wait_idle(deadline)) {
@@ -334,6 +352,91 @@ void Daemon::drain() {
 }
 
 void Daemon::shutdown() { stop_serving(std::chrono::seconds(5)); }
+
+Result<ReloadReport> Daemon::reload() {
+  std::lock_guard lock(reload_mutex_);
+  Result<DaemonConfig> read = [&]() -> Result<DaemonConfig> {
+    if (reread_) return reread_();
+    std::lock_guard config_lock(config_mutex_);
+    return config_;
+  }();
+  Result<ReloadReport> report = read ? reload_from(*read) : Result<ReloadReport>(read.error());
+  if (metrics_) metrics_->record_reload(static_cast<bool>(report));
+  if (!report) {
+    spdlog::error("reload refused, the configuration in force stays: {}", report.error().message);
+    return report;
+  }
+  auto joined = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  };
+  spdlog::info("configuration reloaded: {}{}", report->reloaded.empty() ? "nothing to reload" : joined(report->reloaded),
+               report->needs_restart.empty() ? "" : "; waiting for a restart: " + joined(report->needs_restart));
+  return report;
+}
+
+Result<ReloadReport> Daemon::reload_from(const DaemonConfig& read) {
+  const DaemonConfig in_force = [&] {
+    std::lock_guard lock(config_mutex_);
+    return config_;
+  }();
+  ConfigChanges changes = config_changes(in_force, read);
+  DaemonConfig next = with_reloadable_keys(in_force, read);
+  // The listener asks for client certificates or not, and speaks TLS or
+  // not, from its start: a change of either waits for a restart.
+  const bool same_tls_shape = in_force.tls.cert_file.empty() == read.tls.cert_file.empty() &&
+                              in_force.tls.client_ca_file.empty() == read.tls.client_ca_file.empty();
+  if (!same_tls_shape) {
+    next.tls = in_force.tls;
+    std::erase_if(changes.reloadable, [&](const std::string& key) {
+      if (!key.starts_with("tls.")) return false;
+      changes.needs_restart.push_back(key);
+      return true;
+    });
+  }
+
+  // Everything that can fail, read before anything changes.
+  auto from_start = [&](const std::string& path) {
+    return path.empty() || path.front() == '/' ? path : start_directory_ + "/" + path;
+  };
+  std::shared_ptr<const TenantRegistry> tenants;
+  if (!next.tenants_file.empty()) {
+    Result<TenantRegistry> loaded = TenantRegistry::load_file(from_start(next.tenants_file));
+    if (!loaded) return loaded.error();
+    tenants = std::make_shared<const TenantRegistry>(std::move(loaded.value()));
+  }
+  std::optional<TlsMaterial> material;
+  if (served_certificates_) {
+    const TlsConfig files{from_start(next.tls.cert_file), from_start(next.tls.key_file),
+                          from_start(next.tls.client_ca_file)};
+    Result<TlsMaterial> checked = read_tls_material(files);
+    if (!checked) return checked.error();
+    material = std::move(checked.value());
+  }
+
+  // In force from here; only the certificates' copy can still fail.
+  ReloadReport report;
+  if (material) {
+    if (Status s = served_certificates_->replace(*material); !s) return s.error();
+    report.reloaded.emplace_back("tls");
+  }
+  gate_->set_tenants(tenants);
+  if (tenants || !in_force.tenants_file.empty()) report.reloaded.emplace_back("tenants");
+  if (!next.log_file.empty()) {
+    reopen_log_file();  // after logrotate moved the file away
+    report.reloaded.emplace_back("log_file");
+  }
+  spdlog::set_level(spdlog::level::from_str(next.log_level));
+  if (metrics_) metrics_->set_token_digest(next.metrics_token_sha256);
+  for (const std::string& key : changes.reloadable)
+    if (key != "tenants") report.reloaded.push_back(key);
+  report.needs_restart = std::move(changes.needs_restart);
+  diagnostics_service_->set_config(next);
+  std::lock_guard lock(config_mutex_);
+  config_ = std::move(next);
+  return report;
+}
 
 void Daemon::stop_serving(std::chrono::milliseconds grace) {
   if (!server_) return;

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "server/config/config_reload.h"
 #include "server/config/daemon_config.h"
 #include "server/workers/worker_launch.h"
 #include "kjit/status.h"
@@ -31,6 +33,7 @@ class Metrics;
 class DaemonCache;
 class SocketAcceptor;
 class PeerRegistry;
+class ServedCertificates;
 
 class Daemon {
  public:
@@ -48,13 +51,32 @@ class Daemon {
   // then shutdown(). Safe from another thread.
   void drain();
 
+  // Where a reload reads the configuration from (the file and the flags,
+  // daemon_command_line.h); before start(). Unset: a reload re-reads the
+  // tenants, TLS and log files under the configuration of the start.
+  void set_reread(std::function<Result<DaemonConfig>()> reread) { reread_ = std::move(reread); }
+  // SIGHUP and `kjit admin reload`: reads the configuration again and puts
+  // in force the tenants file, the TCP listener's TLS files, the log file
+  // (reopened) and every reloadable key (config_keys.h), all or nothing: a
+  // file that does not parse or a certificate that does not match its key
+  // refuses the whole reload (the error names it) and the configuration in
+  // force stays. Counted in metrics either way. Safe from any thread; one
+  // reload at a time.
+  Result<ReloadReport> reload();
+
   // The Prometheus port when metrics are served (metrics_port), else 0.
   uint16_t metrics_port() const;
 
   const std::string& socket_path() const { return socket_path_; }
 
  private:
-  DaemonConfig config_;
+  DaemonConfig config_;  // in force: the start's, with each reload's reloadable keys (under config_mutex_)
+  mutable std::mutex config_mutex_;
+  std::mutex reload_mutex_;  // one reload at a time
+  std::function<Result<DaemonConfig>()> reread_;
+  // Where kjitd started: a reload reads the configuration's relative paths
+  // from there, as the start did, not from the empty directory it serves in.
+  std::string start_directory_;
   WorkerLaunch worker_launch_;
   std::string socket_path_;
   std::string confinement_;  // how compiles are confined, for the status RPC
@@ -65,6 +87,7 @@ class Daemon {
   std::shared_ptr<CompileAdmission> admission_;
   std::shared_ptr<Metrics> metrics_;  // null: no metrics_port
   std::shared_ptr<CallGate> gate_;
+  std::shared_ptr<ServedCertificates> served_certificates_;  // null: no TLS listener
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<CacheService> cache_service_;
@@ -76,6 +99,7 @@ class Daemon {
   std::once_flag shutdown_once_;
 
   void stop_serving(std::chrono::milliseconds grace);
+  Result<ReloadReport> reload_from(const DaemonConfig& read);
   void publish_direct_reads(const DaemonCache* cache);
 };
 

@@ -31,7 +31,40 @@ Status check_merged(const DaemonConfig& config) {
   if (!tls.cert_file.empty() && config.listen_address.empty())
     return make_error(ErrorCode::invalid_argument,
                       "TLS files are given but no TCP address to use them on (--listen HOST:PORT)");
+  const std::string& digest = config.metrics_token_sha256;
+  if (!digest.empty() && (digest.size() != 64 || digest.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos))
+    return make_error(ErrorCode::invalid_argument,
+                      "metrics_token_sha256 must be 64 hex digits: the SHA-256 of the token (sha256sum), never the "
+                      "token itself");
+  if (config.metrics_tls && tls.cert_file.empty())
+    return make_error(ErrorCode::invalid_argument,
+                      "metrics_tls serves the TCP listener's certificate: it needs --tls-cert and --tls-key");
   return Ok{};
+}
+
+// What the command line adds to the file, kept so that a reload reads the
+// file again under the same flags.
+struct ConfigSources {
+  std::vector<std::pair<const ConfigKey*, ConfigValue>> flags;  // each key's flag given, checked
+  bool insecure_listen = false;
+  std::string insecure_listen_address;  // --insecure-listen HOST:PORT: plaintext there, no TLS
+  std::vector<std::string> plugins;     // --plugin, then $KJIT_PLUGIN_PATHS
+};
+
+// The flags over a configuration read from the file (or a worker's text),
+// then the checks of what they give together.
+Status apply_sources(DaemonConfig& config, const ConfigSources& sources) {
+  for (const auto& [key, value] : sources.flags)
+    if (Status s = set_config_value(config, *key, value, key->flag); !s) return s;
+  if (sources.insecure_listen) {
+    config.insecure_listen = true;
+    if (!sources.insecure_listen_address.empty()) {
+      config.listen_address = sources.insecure_listen_address;
+      config.tls = TlsConfig{};
+    }
+  }
+  for (const std::string& path : sources.plugins) config.plugins.push_back(path);
+  return check_merged(config);
 }
 
 }  // namespace
@@ -74,6 +107,46 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
     return std::nullopt;
   }
 
+  // The flags, checked once here; a reload applies the same values again.
+  ConfigSources sources;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const ConfigKey& key = keys[i];
+    if (key.flag.empty() || !app.count(std::string(key.flag))) continue;
+    Result<ConfigValue> value =
+        key.kind == ConfigKind::boolean ? Result<ConfigValue>(ConfigValue(key.flag_sets)) : parse_config_flag(key, flag_text[i]);
+    Status checked = value ? check_config_value(key, *value, key.flag) : Status(value.error());
+    if (!checked) {
+      fmt::print(stderr, "kjitd: {}\n", checked.error().message);
+      exit_code = 2;
+      return std::nullopt;
+    }
+    sources.flags.emplace_back(&key, *value);
+  }
+  if (app.count("--insecure-listen")) {
+    sources.insecure_listen = true;
+    // The address form means plaintext there: with --listen or TLS too, one of them would be ignored.
+    if (!insecure_listen.empty() && (app.count("--listen") || app.count("--tls-cert"))) {
+      fmt::print(stderr,
+                 "kjitd: --insecure-listen HOST:PORT listens in plaintext; give --listen alone for TLS, "
+                 "or a bare --insecure-listen with --listen\n");
+      exit_code = 2;
+      return std::nullopt;
+    }
+    sources.insecure_listen_address = insecure_listen;
+  }
+  sources.plugins = plugin_flags;
+  // KJIT_PLUGIN_PATHS: colon-separated, like PATH; the daemon's environment,
+  // never a request, decides what is loaded.
+  if (const char* env = std::getenv("KJIT_PLUGIN_PATHS"); env && *env) {
+    std::string paths = env;
+    for (size_t start = 0; start <= paths.size();) {
+      size_t end = paths.find(':', start);
+      if (end == std::string::npos) end = paths.size();
+      if (end > start) sources.plugins.push_back(paths.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+
   DaemonConfig& config = line.config;
   if (worker_fd >= 0) {
     // A worker reads the configuration the daemon read at its start, not
@@ -104,39 +177,22 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
     line.worker_launch.config_path = config_file;
   }
   // Flags override the file.
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const ConfigKey& key = keys[i];
-    if (key.flag.empty() || !app.count(std::string(key.flag))) continue;
-    Result<ConfigValue> value =
-        key.kind == ConfigKind::boolean ? Result<ConfigValue>(ConfigValue(key.flag_sets)) : parse_config_flag(key, flag_text[i]);
-    Status set = value ? set_config_value(config, key, *value, key.flag) : Status(value.error());
-    if (!set) {
-      fmt::print(stderr, "kjitd: {}\n", set.error().message);
-      exit_code = 2;
-      return std::nullopt;
-    }
-  }
-  if (app.count("--insecure-listen")) {
-    config.insecure_listen = true;
-    if (!insecure_listen.empty()) {
-      // The address form means plaintext there: with --listen or TLS too, one of them would be ignored.
-      if (app.count("--listen") || app.count("--tls-cert")) {
-        fmt::print(stderr,
-                   "kjitd: --insecure-listen HOST:PORT listens in plaintext; give --listen alone for TLS, "
-                   "or a bare --insecure-listen with --listen\n");
-        exit_code = 2;
-        return std::nullopt;
-      }
-      config.listen_address = insecure_listen;
-      config.tls = TlsConfig{};
-    }
-  }
-  for (const std::string& path : plugin_flags) config.plugins.push_back(path);
-  if (Status s = check_merged(config); !s) {
+  if (Status s = apply_sources(config, sources); !s) {
     fmt::print(stderr, "kjitd{}: {}\n", worker_fd >= 0 ? " worker" : "", s.error().message);
     exit_code = 2;
     return std::nullopt;
   }
+  // Absolute: the daemon serves from another working directory.
+  std::error_code ignored;
+  if (!config_file.empty()) config_file = std::filesystem::absolute(config_file, ignored).string();
+  if (worker_fd < 0)
+    line.reread = [config_file, sources]() -> Result<DaemonConfig> {
+      DaemonConfig again;
+      if (!config_file.empty())
+        if (Status s = load_config_file(config_file, again); !s) return s.error();
+      if (Status s = apply_sources(again, sources); !s) return s.error();
+      return again;
+    };
   // The workers' command line: this one without --config (they are sent the
   // file's text as read now).
   for (int i = 0; i < argc; ++i) {
@@ -151,17 +207,6 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
   {
     std::error_code ec;
     line.worker_launch.directory = std::filesystem::current_path(ec).string();
-  }
-  // KJIT_PLUGIN_PATHS: colon-separated, like PATH; the daemon's environment,
-  // never a request, decides what is loaded.
-  if (const char* env = std::getenv("KJIT_PLUGIN_PATHS"); env && *env) {
-    std::string paths = env;
-    for (size_t start = 0; start <= paths.size();) {
-      size_t end = paths.find(':', start);
-      if (end == std::string::npos) end = paths.size();
-      if (end > start) config.plugins.push_back(paths.substr(start, end - start));
-      start = end + 1;
-    }
   }
   return line;
 }

@@ -3,6 +3,7 @@
 // command a worker is started with, and KJIT_PLUGIN_PATHS.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "server/workers/compile_worker.h"
@@ -19,6 +20,11 @@ struct DaemonCommandLine {
   // --check-config: check what a start would build from `config`, say
   // whether it is valid, and exit without serving.
   bool check_config = false;
+  // The configuration as a start would read it now: the file as it is
+  // now, under the same flags and environment. What a reload (SIGHUP,
+  // `kjit admin reload`) reads; the file's errors are INVALID_ARGUMENT
+  // naming it. Empty in a worker, which never reloads.
+  std::function<Result<DaemonConfig>()> reread;
 };
 
 // The process should stop with `exit_code` when this returns nullopt

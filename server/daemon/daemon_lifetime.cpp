@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "server/daemon/daemon.h"
-#include "server/observe/request_log.h"
 
 namespace kjit {
 
-int serve_until_signalled(const DaemonConfig& config, const WorkerLaunch& workers) {
+int serve_until_signalled(const DaemonConfig& config, const WorkerLaunch& workers,
+                          std::function<Result<DaemonConfig>()> reread) {
   // Signals are taken by one thread with sigwait, so shutdown runs outside a
   // signal handler. Blocked before any thread starts, so all inherit it.
   sigset_t signals;
@@ -24,6 +24,7 @@ int serve_until_signalled(const DaemonConfig& config, const WorkerLaunch& worker
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   Daemon daemon(config, workers);
+  daemon.set_reread(std::move(reread));
   if (Status s = daemon.start(); !s) {
     spdlog::error("{}", s.error().message);
     return 1;
@@ -36,7 +37,9 @@ int serve_until_signalled(const DaemonConfig& config, const WorkerLaunch& worker
       sigwait(&signals, &signal);
       if (exiting) return;
       if (signal == SIGHUP) {
-        reopen_log_file();  // after logrotate moved the file away
+        // Reopens the log file too (after logrotate moved it away). A
+        // refused reload is logged and counted there; the daemon serves on.
+        static_cast<void>(daemon.reload());
         continue;
       }
       if (!drainer.joinable()) {

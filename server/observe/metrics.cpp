@@ -4,6 +4,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CivetServer.h>
+#include <civetweb.h>
+#include <openssl/crypto.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/family.h>
@@ -12,9 +15,12 @@
 #include <prometheus/text_serializer.h>
 
 #include <array>
+#include <cctype>
+#include <cstring>
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <map>
 #include <shared_mutex>
 #include <sstream>
 #include <type_traits>
@@ -23,6 +29,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "pipeline/cache_key.h"
 #include "server/observe/metrics_sources.h"
 
 namespace kjit {
@@ -84,6 +91,64 @@ void wake_listener_until(const std::string& address, uint16_t port, const std::a
   ::freeaddrinfo(found);
 }
 
+// The token each civetweb port asks for: civetweb's callbacks carry no
+// pointer of kjit's (prometheus-cpp gives civetweb its own), so a request
+// finds its port's by the port it came to. A port not (yet) here is
+// answered 503, never served unchecked.
+using TokenDigest = std::atomic<std::shared_ptr<const std::string>>;
+struct TokenGuards {
+  std::shared_mutex mutex;
+  std::map<int, std::shared_ptr<TokenDigest>> by_port;
+};
+TokenGuards& token_guards() {
+  static TokenGuards guards;
+  return guards;
+}
+
+void answer(mg_connection* connection, int code, const char* status, const char* extra, const char* body) {
+  mg_printf(connection,
+            "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+            "Connection: close\r\n\r\n%s",
+            code, status, extra, std::strlen(body), body);
+}
+
+bool token_matches(std::string_view authorization, const std::string& digest) {
+  constexpr std::string_view k_bearer = "Bearer ";
+  if (!authorization.starts_with(k_bearer)) return false;
+  const std::string presented = sha256_hex(authorization.substr(k_bearer.size()));
+  // Digests of the same length: the time taken says nothing of how much matched.
+  return presented.size() == digest.size() && CRYPTO_memcmp(presented.data(), digest.data(), digest.size()) == 0;
+}
+
+// civetweb's begin_request: 0 lets the request through to /metrics; a
+// status code means it was answered here.
+int check_token(mg_connection* connection) {
+  const mg_request_info* request = mg_get_request_info(connection);
+  std::shared_ptr<const std::string> digest;
+  {
+    TokenGuards& guards = token_guards();
+    std::shared_lock lock(guards.mutex);
+    auto found = guards.by_port.find(request->server_port);
+    if (found == guards.by_port.end()) {
+      answer(connection, 503, "Service Unavailable", "", "kjitd's metrics are starting\n");
+      return 503;
+    }
+    digest = found->second->load();
+  }
+  if (!digest || digest->empty()) return 0;
+  const char* authorization = mg_get_header(connection, "Authorization");
+  if (authorization && token_matches(authorization, *digest)) return 0;
+  // Never the token in any log line: only that one was refused.
+  answer(connection, 401, "Unauthorized", "WWW-Authenticate: Bearer realm=\"kjitd metrics\"\r\n",
+         "kjitd's metrics need a token: authorization: Bearer <token>\n");
+  return 401;
+}
+
+std::shared_ptr<const std::string> lowercase_digest(std::string digest) {
+  for (char& c : digest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::make_shared<const std::string>(std::move(digest));
+}
+
 }  // namespace
 
 struct Metrics::State {
@@ -108,6 +173,14 @@ struct Metrics::State {
           .Name("kjit_cache_hit_duration_seconds")
           .Help("Time to answer a request from a cache tier, by tier.")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& reloads =
+      prometheus::BuildCounter()
+          .Name("kjit_config_reloads_total")
+          .Help("Reloads of the configuration (SIGHUP, kjit admin reload), by result: ok (in force) or failed "
+                "(refused; the configuration before stays in force).")
+          .Register(*registry);
+  prometheus::Counter& reloads_ok = reloads.Add({{"result", "ok"}});
+  prometheus::Counter& reloads_failed = reloads.Add({{"result", "failed"}});
   prometheus::Histogram& compile_ok = compile_duration.Add({{"result", "ok"}}, k_compile_buckets);
   prometheus::Histogram& compile_error = compile_duration.Add({{"result", "error"}}, k_compile_buckets);
   std::shared_ptr<MetricsSourcesCollector> sources = std::make_shared<MetricsSourcesCollector>();
@@ -127,8 +200,11 @@ struct Metrics::State {
   std::vector<std::unique_ptr<RequestSeries>> request_series;  // what requests_seen points to
 
   std::unique_ptr<prometheus::Exposer> exposer;
-  std::string address;
-  std::atomic<uint16_t> port{0};
+  std::string address;  // civetweb's
+  uint16_t civet_port = 0;
+  std::atomic<uint16_t> port{0};  // the port scrapes come to: civetweb's, or the TLS front's
+  std::shared_ptr<TokenDigest> token = std::make_shared<TokenDigest>();
+  std::unique_ptr<MetricsTlsFront> tls_front;  // metrics_tls: in front of civetweb
 
   // The cached series for `key`, made with `make` (under the exclusive lock)
   // on its first use.
@@ -150,33 +226,63 @@ struct Metrics::State {
 Metrics::Metrics() : state_(std::make_unique<State>()) {}
 
 Metrics::~Metrics() {
+  state_->tls_front.reset();  // it passes connections to civetweb
   if (!state_->exposer) return;
   std::atomic<bool> stopped{false};
-  std::thread waker([&] { wake_listener_until(state_->address, state_->port, stopped); });
+  std::thread waker([&] { wake_listener_until(state_->address, state_->civet_port, stopped); });
   state_->exposer.reset();  // no scrape runs past here
   stopped = true;
   waker.join();
+  TokenGuards& guards = token_guards();
+  std::unique_lock lock(guards.mutex);
+  guards.by_port.erase(state_->civet_port);
 }
 
-Status Metrics::serve(const std::string& address, uint16_t port) {
+Status Metrics::serve(const std::string& address, uint16_t port, MetricsAccess access) {
+  set_token_digest(access.token_sha256);
+  // Behind TLS, civetweb listens on loopback alone, on a port of its own.
+  const std::string civet_address = access.tls ? "127.0.0.1" : address;
+  const uint16_t civet_port = access.tls ? 0 : port;
   try {
-    auto exposer = std::make_unique<prometheus::Exposer>(listening_spec(address, port), 2);
+    CivetCallbacks callbacks;
+    callbacks.begin_request = check_token;
+    auto exposer = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", listening_spec(civet_address, civet_port), "num_threads", "2"},
+        &callbacks);
     exposer->RegisterCollectable(state_->registry);
     exposer->RegisterCollectable(state_->sources);
     const std::vector<int> ports = exposer->GetListeningPorts();
     if (ports.empty())
-      return make_error(ErrorCode::internal, "metrics: listening on " + listening_spec(address, port) + " failed");
-    state_->port = static_cast<uint16_t>(ports.front());
-    state_->address = address;
+      return make_error(ErrorCode::internal, "metrics: listening on " + listening_spec(civet_address, civet_port) +
+                                                 " failed");
+    state_->civet_port = static_cast<uint16_t>(ports.front());
+    state_->address = civet_address;
     state_->exposer = std::move(exposer);
   } catch (const std::exception& e) {
     return make_error(ErrorCode::failed_precondition,
-                      "metrics: cannot listen on " + listening_spec(address, port) + ": " + e.what());
+                      "metrics: cannot listen on " + listening_spec(civet_address, civet_port) + ": " + e.what());
+  }
+  {
+    TokenGuards& guards = token_guards();
+    std::unique_lock lock(guards.mutex);
+    guards.by_port[state_->civet_port] = state_->token;
+  }
+  state_->port = state_->civet_port;
+  if (access.tls) {
+    Result<std::unique_ptr<MetricsTlsFront>> front =
+        MetricsTlsFront::start(address, port, state_->civet_port, std::move(access.tls));
+    if (!front) return front.error();
+    state_->tls_front = std::move(front.value());
+    state_->port = state_->tls_front->port();
   }
   return Ok{};
 }
 
 uint16_t Metrics::port() const { return state_->port; }
+
+void Metrics::set_token_digest(const std::string& sha256_hex) { state_->token->store(lowercase_digest(sha256_hex)); }
+
+void Metrics::record_reload(bool ok) { (ok ? state_->reloads_ok : state_->reloads_failed).Increment(); }
 
 void Metrics::set_sources(MetricsSources sources) { state_->sources->set(std::move(sources)); }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "kjit/status.h"
+#include "server/observe/metrics_tls_front.h"
 
 namespace kjit {
 
@@ -33,6 +34,16 @@ struct MetricsSources {
   std::function<bool()> draining;
 };
 
+// Who may scrape, and how: a bearer token, and TLS in front of the port.
+struct MetricsAccess {
+  // The SHA-256 (hex) of the token a scrape must send as `authorization:
+  // Bearer <token>`; empty: none asked. set_token_digest replaces it.
+  std::string token_sha256;
+  // metrics_tls: the certificate and key each new connection is served
+  // (metrics_tls_front.h); empty: plaintext HTTP.
+  std::function<std::shared_ptr<const MetricsCertificate>()> tls;
+};
+
 class Metrics {
  public:
   Metrics();
@@ -41,9 +52,12 @@ class Metrics {
   Metrics& operator=(const Metrics&) = delete;
 
   // Serves GET /metrics on address:port; port 0 picks a free port (port()
-  // says which). An error when it cannot listen there.
-  Status serve(const std::string& address, uint16_t port);
+  // says which). An error when it cannot listen there. Without the token
+  // access names, a scrape is answered 401.
+  Status serve(const std::string& address, uint16_t port, MetricsAccess access = {});
   uint16_t port() const;  // 0 before serve()
+  // A reload's token digest: every request from now on is checked against it.
+  void set_token_digest(const std::string& sha256_hex);
 
   void set_sources(MetricsSources sources);
 
@@ -53,6 +67,7 @@ class Metrics {
   void record_request(std::string_view method, int grpc_code, std::string_view tenant, double seconds);
   void record_compile(double seconds, bool ok);            // a compile that ran in this daemon
   void record_hit(std::string_view tier, double seconds);  // a request answered from a cache tier
+  void record_reload(bool ok);                              // a reload of the configuration, put in force or refused
 
   // The exposition text, as a scrape would read it (for tests and debugging).
   std::string text() const;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <filesystem>
 #include <mutex>
 #include <random>
 
@@ -45,7 +46,11 @@ std::unique_ptr<spdlog::formatter> request_log_formatter() {
 // sink's own lock, so no line is lost or written to a closed file.
 class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit ReopenableFileSink(const std::string& path) { file_.open(path, /*truncate=*/false); }
+  // Absolute: the daemon changes its working directory once it serves, and
+  // a reopen opens the file by this name.
+  explicit ReopenableFileSink(const std::string& path) {
+    file_.open(std::filesystem::absolute(path).string(), /*truncate=*/false);
+  }
   void reopen() {
     std::lock_guard lock(mutex_);
     file_.reopen(/*truncate=*/false);

@@ -29,7 +29,9 @@ std::string from_whom(std::string_view peer, const Caller& caller) {
 
 }  // namespace
 
-CallGate::CallGate(Options options) : options_(std::move(options)) {}
+CallGate::CallGate(Options options) : options_(std::move(options)), tenants_(options_.tenants) {}
+
+void CallGate::set_tenants(std::shared_ptr<const TenantRegistry> tenants) { tenants_.store(std::move(tenants)); }
 
 Result<Caller> CallGate::open(grpc::ServerContextBase& context, std::string_view method) {
   Caller caller;
@@ -55,7 +57,8 @@ Result<Caller> CallGate::open(grpc::ServerContextBase& context, std::string_view
     caller.operator_ = caller.user->is_operator;
     caller.blob_ns = caller.user->blob_ns;
   }
-  if (!options_.tenants) return caller;
+  const std::shared_ptr<const TenantRegistry> tenants = tenants_.load();
+  if (!tenants) return caller;
 
   const std::string_view authorization = metadata(context, "authorization");
   const bool token_required = options_.socket_requires_token || !over_socket(peer);
@@ -68,7 +71,7 @@ Result<Caller> CallGate::open(grpc::ServerContextBase& context, std::string_view
                                                       ? "this listener needs a token: send authorization: Bearer <token>"
                                                       : "authorization must be \"Bearer <token>\"");
   }
-  std::optional<Tenant> tenant = options_.tenants->find_by_token(authorization.substr(k_bearer.size()));
+  std::optional<Tenant> tenant = tenants->find_by_token(authorization.substr(k_bearer.size()));
   if (!tenant) {
     // Never the token itself, not even in part.
     spdlog::warn("{} from {} refused: the token is no tenant's", method, from_whom(peer, caller));

@@ -57,7 +57,7 @@ struct Caller {
 class CallGate {
  public:
   struct Options {
-    std::shared_ptr<const TenantRegistry> tenants;  // null: no tenants, no tokens asked for
+    std::shared_ptr<const TenantRegistry> tenants;  // null: no tenants, no tokens asked for (set_tenants replaces)
     bool socket_requires_token = false;             // with tenants: the unix socket asks for one too
     std::shared_ptr<Metrics> metrics;               // null: none kept
     // Who each connection handed over by fd is (the daemon's own socket);
@@ -102,6 +102,11 @@ class CallGate {
     return reactor;
   }
 
+  // A reload's tenants: every call opened from now on checks its token
+  // against them, on connections already open too; calls in flight keep
+  // the caller they were opened with. Null: no tokens asked for.
+  void set_tenants(std::shared_ptr<const TenantRegistry> tenants);
+
   // From now on new calls are refused (UNAVAILABLE) and health says
   // NOT_SERVING (the daemon does that part); calls in flight go on.
   void start_draining();
@@ -116,6 +121,8 @@ class CallGate {
 
  private:
   Options options_;
+  // Read once per call: a reload swaps it while calls are opened.
+  std::atomic<std::shared_ptr<const TenantRegistry>> tenants_;
   std::atomic<bool> draining_{false};
   mutable std::mutex mutex_;
   std::condition_variable idle_;

@@ -6,10 +6,16 @@
 namespace kjit {
 
 DiagnosticsService::DiagnosticsService(Facts facts, std::shared_ptr<const CompileWorkers> workers,
-                                       std::shared_ptr<CallGate> gate)
+                                       std::shared_ptr<CallGate> gate, Reloader reload)
     : facts_(std::move(facts)),
+      config_(std::make_shared<const DaemonConfig>(facts_.config)),
+      reload_(std::move(reload)),
       workers_(std::move(workers)),
       gate_(gate ? std::move(gate) : std::make_shared<CallGate>(CallGate::Options{})) {}
+
+void DiagnosticsService::set_config(DaemonConfig config) {
+  config_.store(std::make_shared<const DaemonConfig>(std::move(config)));
+}
 
 grpc::ServerUnaryReactor* DiagnosticsService::Echo(grpc::CallbackServerContext* context,
                                                    const v1::EchoRequest* request, v1::EchoResponse* response) {
@@ -23,23 +29,40 @@ grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerCont
                                                         const v1::GetStatusRequest*,
                                                         v1::GetStatusResponse* response) {
   return gate_->serve_now(context, "GetStatus", [&](const Caller& caller) {
-    describe_status(response);
-    if (caller.is_operator()) describe_settings(response);
+    const std::shared_ptr<const DaemonConfig> config = config_.load();
+    describe_status(*config, response);
+    if (caller.is_operator()) describe_settings(*config, response);
     return grpc::Status::OK;
   });
 }
 
-void DiagnosticsService::describe_settings(v1::GetStatusResponse* response) const {
+grpc::ServerUnaryReactor* DiagnosticsService::Reload(grpc::CallbackServerContext* context, const v1::ReloadRequest*,
+                                                     v1::ReloadResponse* response) {
+  return gate_->serve_now(context, "Reload", [&](const Caller& caller) {
+    // A tenant's token never reaches here: the tenants file is what it would reload.
+    if (!caller.is_operator())
+      return to_grpc_status(gate_->operators_only("reloading kjitd's configuration", ""), *context);
+    if (!reload_)
+      return to_grpc_status(make_error(ErrorCode::failed_precondition, "this server has no configuration to reload"),
+                            *context);
+    Result<ReloadReport> report = reload_();
+    if (!report) return to_grpc_status(report.error(), *context);
+    for (const std::string& what : report->reloaded) response->add_reloaded(what);
+    for (const std::string& key : report->needs_restart) response->add_needs_restart(key);
+    return grpc::Status::OK;
+  });
+}
+
+void DiagnosticsService::describe_settings(const DaemonConfig& config, v1::GetStatusResponse* response) {
   for (const ConfigKey& key : config_keys()) {
     v1::ConfigSetting* setting = response->add_settings();
     setting->set_key(std::string(key.path));
-    setting->set_value(config_value_text(key, facts_.config));
+    setting->set_value(config_value_text(key, config));
     setting->set_flag(std::string(key.flag));
   }
 }
 
-void DiagnosticsService::describe_status(v1::GetStatusResponse* response) const {
-  const DaemonConfig& config = facts_.config;
+void DiagnosticsService::describe_status(const DaemonConfig& config, v1::GetStatusResponse* response) const {
   response->set_version(KJIT_VERSION);
   v1::ConfinementStatus& confinement = *response->mutable_confinement();
   confinement.set_mode(workers_ ? config.sandbox : "in-process");

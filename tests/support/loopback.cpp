@@ -31,13 +31,13 @@ uint16_t free_loopback_port() {
   return port;
 }
 
-std::pair<std::string, std::string> http_get(uint16_t port, const std::string& path) {
+std::pair<std::string, std::string> http_get(uint16_t port, const std::string& path, const std::string& headers) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return {};
   sockaddr_in address = loopback(port);
   std::string response;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
     if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
       char buffer[4096];
       ssize_t n = 0;

@@ -13,7 +13,8 @@ namespace kjit::test {
 uint16_t free_loopback_port();
 
 // GET `path` from 127.0.0.1:port over HTTP/1.0: the status line and the
-// body; empty strings when nothing answered.
-std::pair<std::string, std::string> http_get(uint16_t port, const std::string& path);
+// body; empty strings when nothing answered. `headers`: more header lines,
+// each ending in "\r\n" ("Authorization: Bearer ...\r\n").
+std::pair<std::string, std::string> http_get(uint16_t port, const std::string& path, const std::string& headers = "");
 
 }  // namespace kjit::test

@@ -86,13 +86,14 @@ TEST(ConfigKeys, EveryFlagSetsItsKey) {
       // A value the merged checks take (a target, a level, a choice).
       std::string text = key.choices.empty() ? "/some/value" : std::string(key.choices.back());
       if (key.path == "default_target") text = "cuda:80";
+      if (key.path == "metrics_token_sha256") text = std::string(64, 'a');  // a digest
       expected = text;
       args.push_back(text);
     }
     // TLS files go together and need a listener.
     if (key.path == "tls.cert") args.insert(args.end(), {"--tls-key", "k", "--listen", "127.0.0.1:1"});
     if (key.path == "tls.key") args.insert(args.end(), {"--tls-cert", "c", "--listen", "127.0.0.1:1"});
-    if (key.path == "tls.client_ca")
+    if (key.path == "tls.client_ca" || key.path == "metrics_tls")
       args.insert(args.end(), {"--tls-cert", "c", "--tls-key", "k", "--listen", "127.0.0.1:1"});
     int exit_code = 0;
     std::optional<DaemonCommandLine> line = command_line(args, exit_code);
