@@ -23,7 +23,9 @@ namespace kjit {
 namespace {
 
 constexpr std::string_view k_gc_lock_name = ".gc.lock";
-constexpr size_t k_max_key_bytes = 128;
+// The longest key kjit stores: a blob key tagged for a namespace of 32
+// characters (138); a file name is then well under NAME_MAX.
+constexpr size_t k_max_key_bytes = 160;
 // A file larger than this is not read at all: no entry kjit writes gets
 // near it, and reading it would cost that much memory.
 constexpr uint64_t k_max_entry_file_bytes = 2ull << 30;
@@ -108,10 +110,11 @@ Result<std::unique_ptr<DiskStore>> DiskStore::open(Options options) {
   // kjit versions sharing a cache do not remove each other's entries as corrupt.
   std::string root = options.directory + "/v" + std::to_string(k_entry_format_version);
   std::error_code ec;
-  std::filesystem::create_directories(root, ec);
-  if (ec)
-    return make_error(ErrorCode::failed_precondition, "cannot create cache directory " + root + ": " + ec.message());
-  std::unique_ptr<DiskStore> store(new DiskStore(std::move(options), std::move(root)));
+  std::filesystem::create_directories(options.directory, ec);
+  std::unique_ptr<DiskStore> store(new DiskStore(std::move(options), root));
+  if (ec || !store->make_directory(root))
+    return make_error(ErrorCode::failed_precondition, "cannot create cache directory " + root + ": " +
+                                                          (ec ? ec.message() : std::string(std::strerror(errno))));
   if (!store->options_.scan_on_open) return store;  // last_scan_ns_ = 0: the first put rescans
   Result<Scan> scanned = store->scan(/*collect_files=*/false);
   if (!scanned) return scanned.error();
@@ -122,6 +125,22 @@ Result<std::unique_ptr<DiskStore>> DiskStore::open(Options options) {
 }
 
 DiskStore::DiskStore(Options options, std::string root) : options_(std::move(options)), root_(std::move(root)) {}
+
+bool DiskStore::make_directory(const std::string& path) const {
+  if (options_.directory_mode == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    return !ec;
+  }
+  // Made private first: the umask may only take bits away, and none of the
+  // mode's may show before chmod sets them exactly.
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if ((st.st_mode & 07777) != options_.directory_mode && st.st_uid == ::geteuid())
+    (void)::chmod(path.c_str(), options_.directory_mode);
+  return true;
+}
 
 std::string DiskStore::path_for(std::string_view key) const {
   std::string path = root_;
@@ -146,6 +165,10 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
     DIR* dir = ::opendir(fan_path.c_str());
     if (!dir) continue;  // removed meanwhile, or not a directory
     const int dir_fd = ::dirfd(dir);
+    struct stat dir_st {};
+    if (options_.directory_mode != 0 && ::fstat(dir_fd, &dir_st) == 0 && dir_st.st_uid == ::geteuid() &&
+        (dir_st.st_mode & 07777) != options_.directory_mode)
+      (void)::fchmod(dir_fd, options_.directory_mode);
     while (dirent* file = ::readdir(dir)) {
       std::string_view file_name = file->d_name;
       if (file->d_type != DT_REG && file->d_type != DT_UNKNOWN) continue;
@@ -168,6 +191,8 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
       }
       std::string_view key = file_name.substr(0, file_name.size() - k_disk_entry_suffix.size());
       if (!valid_key(key)) continue;
+      if (options_.entry_mode && st.st_uid == ::geteuid() && (st.st_mode & 07777) != mode_of(key))
+        (void)::fchmodat(dir_fd, file->d_name, mode_of(key), 0);
       out.bytes += static_cast<uint64_t>(st.st_size);
       ++out.entries;
       if (collect_files)
@@ -243,16 +268,14 @@ Status DiskStore::put(const CacheEntry& entry) {
   const std::string path = path_for(entry.key);
   struct stat old {};
   const bool replacing = ::stat(path.c_str(), &old) == 0;
-  const AtomicWriteOptions write_options{.sync = options_.sync};
+  const AtomicWriteOptions write_options{.sync = options_.sync, .mode = mode_of(entry.key)};
   Status written = write_file_atomically(path, encoded, write_options);
   if (!written) {
     // Fan-out directories are made on first use (or again, if the cache
     // directory was removed); trying the write first spares a mkdir per put.
-    const std::string dir = path.substr(0, path.rfind('/'));
     // Retried whether this thread or a concurrent one made the directory.
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (!ec) written = write_file_atomically(path, encoded, write_options);
+    if (make_directory(root_) && make_directory(path.substr(0, path.rfind('/'))))
+      written = write_file_atomically(path, encoded, write_options);
   }
   if (!written) {
     ++counters_.errors;

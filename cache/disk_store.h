@@ -53,6 +53,14 @@ class DiskStore final : public Store {
     // Off for readers that never put (the client library reading the
     // daemon's directory): open is then O(1), and a first put would rescan.
     bool scan_on_open = true;
+    // Permission bits, applied as given (no umask). A daemon shared by many
+    // users keeps most entries to its own user and lets others pass its
+    // directories without listing them, so that they open only the files
+    // they can name. Null: every entry 0644. Files and directories of
+    // another mode, written before, are set right by each scan.
+    std::function<unsigned(std::string_view key)> entry_mode{};
+    // The format root and its fan-out directories; 0: as the umask makes them.
+    unsigned directory_mode = 0;
   };
 
   struct VerifyReport {
@@ -107,6 +115,9 @@ class DiskStore final : public Store {
   Result<GcReport> collect(uint64_t max_bytes, bool wait_for_lock,
                            const std::function<bool(std::string_view key)>& in_scope = {});
   void remove_corrupt(const std::string& path, uint64_t inode, uint64_t bytes);
+  // Makes a fan-out directory (or the root) with directory_mode.
+  bool make_directory(const std::string& path) const;
+  unsigned mode_of(std::string_view key) const { return options_.entry_mode ? options_.entry_mode(key) : 0644; }
   void after_put();
 
   Options options_;

@@ -274,8 +274,9 @@ fi
 # Direct reads from the container's disk tier: a host process as kjitd's
 # own user (uid 10001, the image's kjit user; no user of the host), an
 # operator, reads a blob the operator stored, with no call and without
-# loading gRPC; another user of the socket's group (uid 10002) cannot read
-# the manifest (mode 0600) and, asking over gRPC, finds only its own blobs.
+# loading gRPC; another user of the socket's group (uid 10002) gets no direct
+# reader before the daemon grants it one, finds over gRPC only its own
+# blobs, and once granted reads its own blob from the disk tier.
 if [[ ! -x /usr/bin/python3 ]]; then
   fail "no /usr/bin/python3 on this host for the direct-read client"
 elif out=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import kjit; kjit.Client(sys.argv[2]).put_blob("ctest", "k1", "kernel.cubin", b"kjit-direct")' \
@@ -287,12 +288,21 @@ elif out=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); imp
   else
     fail "a host process as kjitd's user did not read the container's blob directly: $out"
   fi
-  out=$(setpriv --reuid=10002 --regid=10001 --clear-groups env PYTHONPATH="$pylib" /usr/bin/python3 \
-          scripts/container-test/blob_reader.py "$socket" read ctest k1 kernel.cubin 6b6a69742d646972656374 2>&1 || true)
-  if [[ $out == *'"how": "grpc", "same_bytes": false, "manifest_readable": false'* ]]; then
-    say "another user of the socket's group neither read the manifest nor got the operator's blob: $out"
+  other_home=$(mktemp -d "$work/home-10002.XXXXXX")
+  chown 10002:10001 "$other_home"
+  out=$(setpriv --reuid=10002 --regid=10001 --clear-groups env PYTHONPATH="$pylib" XDG_CACHE_HOME="$other_home" \
+          /usr/bin/python3 scripts/container-test/blob_reader.py "$socket" read ctest k1 kernel.cubin 6b6a69742d646972656374 2>&1 || true)
+  if [[ $out == *'"how": "grpc", "same_bytes": false, "direct_reader": false'* ]]; then
+    say "another user of the socket's group had no direct reader and did not get the operator's blob: $out"
   else
-    fail "another user of the socket's group reached the operator's blob or the manifest: $out"
+    fail "another user of the socket's group reached the operator's blob: $out"
+  fi
+  out=$(setpriv --reuid=10002 --regid=10001 --clear-groups env PYTHONPATH="$pylib" XDG_CACHE_HOME="$other_home" \
+          /usr/bin/python3 scripts/container-test/blob_reader.py "$socket" own ctest k1 kernel.cubin 6f776e 2>&1 || true)
+  if [[ $out == *'"how": "direct", "same_bytes": true, "granted": true'* ]]; then
+    say "that user, granted by the daemon, read its own blob from the disk tier: $out"
+  else
+    fail "that user did not read its own blob directly once granted: $out"
   fi
 else
   fail "putting a blob into the container's kjitd: $out"
@@ -301,29 +311,33 @@ fi
 stop_and_check "$name" && say "kjitd in the container exited 0 after SIGTERM"
 
 # Direct reads under the unit: the manifest beside the socket is there,
-# kjitd's user's alone, and that user gets the operator's blob from the disk
+# readable by all, and kjitd's user gets the operator's blob from the disk
 # tier with no call (gRPC never loaded); a member of the socket's group and
 # a user let onto the socket alone (an ACL, as an operator grants one user)
-# cannot read the manifest, and over gRPC find only their own blobs.
+# have no direct reader before the daemon grants them one, over gRPC find
+# only their own blobs, and once granted read their own from the disk.
 systemd_direct_reads() {
   local manifest=$unit_socket.direct.json blob=6b6a69742d646972656374 out
   local run_py="PYTHONPATH=/opt/kjit-python python3 /usr/local/lib/kjit-ctest/blob_reader.py $unit_socket"
   local perms
   perms=$(in_unit "stat -c '%a %G' $manifest" || true)
-  [[ $perms == "600 kjit" ]] || { fail "the unit's direct-read manifest: '$perms', not mode 600 group kjit"; return; }
+  [[ $perms == "644 kjit" ]] || { fail "the unit's direct-read manifest: '$perms', not mode 644 group kjit"; return; }
   out=$(in_unit "$run_py put ctest k1 kernel.cubin $blob" || true)
   [[ $out == *'"put": true'* ]] || { fail "putting a blob through the unit's socket: $out"; return; }
   out=$(in_unit "runuser -u kjit -- env $run_py read ctest k1 kernel.cubin $blob" || true)
   [[ $out == *'"how": "direct", "same_bytes": true'*'"grpc_loaded_before_fallback": false'* ]] ||
     fail "kjitd's user did not read the blob directly: $out"
   out=$(in_unit "runuser -u member -- env $run_py read ctest k1 kernel.cubin $blob" || true)
-  [[ $out == *'"how": "grpc", "same_bytes": false, "manifest_readable": false'* ]] ||
-    fail "a member of the socket's group reached the operator's blob or the manifest: $out"
+  [[ $out == *'"how": "grpc", "same_bytes": false, "direct_reader": false'* ]] ||
+    fail "a member of the socket's group reached the operator's blob: $out"
+  out=$(in_unit "runuser -u member -- env XDG_CACHE_HOME=/tmp/member-cache $run_py own ctest k1 kernel.cubin 6f776e" || true)
+  [[ $out == *'"how": "direct", "same_bytes": true, "granted": true'* ]] ||
+    fail "a member of the socket's group did not read its own blob directly once granted: $out"
   in_unit "setfacl -m u:outsider:x /run/kjit && setfacl -m u:outsider:rw $unit_socket" >>"$podman_log" ||
     { fail "could not let the user outsider onto the socket with setfacl"; return; }
   out=$(in_unit "runuser -u outsider -- env $run_py read ctest k1 kernel.cubin $blob" || true)
-  [[ $out == *'"how": "grpc", "same_bytes": false, "manifest_readable": false'* ]] ||
-    fail "a user outside the socket's group reached the operator's blob or the manifest: $out"
+  [[ $out == *'"how": "grpc", "same_bytes": false, "direct_reader": false'* ]] ||
+    fail "a user outside the socket's group reached the operator's blob: $out"
 }
 
 # --- deploy/kjitd.service, hardened as shipped, under systemd (in a

@@ -99,16 +99,20 @@ std::optional<BlobHit> BlobStore::lookup(const NamespacedCache& blobs, const Blo
   return BlobHit{std::move(hit->entry), hit->tier};
 }
 
-void BlobStore::store_first(const NamespacedCache& blobs, CacheEntry entry) {
+BlobPutOutcome BlobStore::store_first(const NamespacedCache& blobs, CacheEntry entry) {
+  BlobPutOutcome outcome{.cache_key = entry.key};
   if (std::optional<BlobHit> stored = lookup(blobs, *entry.blob)) {
-    if (stored->entry->artifact.bytes != entry.artifact.bytes) ++put_conflicts_;
-    return;
+    outcome.already_stored = true;
+    outcome.conflict = stored->entry->artifact.bytes != entry.artifact.bytes;
+    if (outcome.conflict) ++put_conflicts_;
+    return outcome;
   }
   blobs.put(std::move(entry));
+  return outcome;
 }
 
-Result<std::string> BlobStore::put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
-                                   std::string_view name, std::string data) {
+Result<BlobPutOutcome> BlobStore::put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
+                                      std::string_view name, std::string data) {
   if (Status s = check_identity(ns, key, name); !s) return s.error();
   if (data.size() > max_blob_bytes_)
     return make_error(ErrorCode::resource_exhausted, "blob '" + quoted(name) + "' has " + std::to_string(data.size()) +
@@ -116,15 +120,13 @@ Result<std::string> BlobStore::put(const NamespacedCache& blobs, std::string_vie
                                                          std::to_string(max_blob_bytes_) + " (max_blob_bytes)");
   CacheEntry entry;
   entry.blob = BlobIdentity{std::string(k_blob_kind), std::string(ns), std::string(key), std::string(name)};
-  std::string cache_key = blob_cache_key(k_blob_kind, ns, key, name);
-  entry.key = cache_key;
+  entry.key = blob_cache_key(k_blob_kind, ns, key, name);
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   const uint64_t size = data.size();
   entry.artifact.bytes = std::move(data);
   ++puts_;
   put_bytes_ += size;
-  store_first(blobs, std::move(entry));
-  return cache_key;
+  return store_first(blobs, std::move(entry));
 }
 
 Result<std::optional<BlobHit>> BlobStore::get(const NamespacedCache& blobs, std::string_view ns,

@@ -66,6 +66,13 @@ struct BlobHit {
   CacheTier tier;
 };
 
+// What a put did: the first writer wins, and a later one is told.
+struct BlobPutOutcome {
+  std::string cache_key;        // where it is stored, as kjit cache ls shows it
+  bool already_stored = false;  // the identity held a valid entry: left in place
+  bool conflict = false;        // ... whose bytes differ from this put's (counted in put_conflicts)
+};
+
 struct BlobGroupAnswer {
   bool found = false;  // the group itself
   std::vector<std::pair<std::string, BlobHit>> members;

@@ -29,11 +29,25 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
     DiskStore::Options options;
     options.directory = config.directory.empty() ? default_disk_cache_directory() : config.directory;
     options.max_bytes = config.disk_bytes;
+    // Other users on the host pass the directories without listing them,
+    // and read what they can name and may have: the shared compile entries
+    // (LocalCache reads them by key) and their own blobs, whose names they
+    // alone can make (blob_file_names.h). The rest is kjitd's user's.
+    options.directory_mode = 0711;
+    options.entry_mode = [](std::string_view stored) -> unsigned {
+      const NamespacedKey split = split_namespaced_key(stored);
+      const bool shared_compile = split.ns.empty() && !is_blob_cache_key(split.key);
+      return split.tagged || shared_compile ? 0644 : 0600;
+    };
     Result<std::unique_ptr<DiskStore>> disk = DiskStore::open(options);
     if (disk) {
       cache->disk_ = std::move(disk.value());
       tiers.disk = cache->disk_;
       spdlog::info("disk cache at {} (bound {} bytes)", options.directory, options.max_bytes);
+      if (Result<BlobNameSecret> secret = BlobNameSecret::load_or_create(options.directory); secret)
+        cache->names_secret_ = *secret;
+      else
+        spdlog::warn("users' blobs are read over the socket only (no direct reads): {}", secret.error().message);
     } else {
       spdlog::warn("disk cache off: {}", disk.error().message);
     }
@@ -73,6 +87,16 @@ NamespacedCache DaemonCache::compiles_in(std::string ns) const {
 
 NamespacedCache DaemonCache::blobs_in(std::string ns) const {
   return NamespacedCache(blob_tiers_.get(), disk_.get(), nullptr, std::move(ns));
+}
+
+NamespacedCache DaemonCache::local_user_blobs_in(std::string ns) const {
+  std::optional<NamesKey> names_key = names_key_for(ns);
+  return NamespacedCache(blob_tiers_.get(), disk_.get(), nullptr, std::move(ns), names_key);
+}
+
+std::optional<NamesKey> DaemonCache::names_key_for(std::string_view ns) const {
+  if (!names_secret_) return std::nullopt;
+  return names_secret_->key_for(ns);
 }
 
 Result<DiskStore::VerifyReport> DaemonCache::verify_disk() const {

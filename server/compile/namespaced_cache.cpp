@@ -1,16 +1,24 @@
 #include "server/compile/namespaced_cache.h"
 
+#include <algorithm>
+
 namespace kjit {
 namespace {
 
 constexpr std::string_view k_namespace_marker = "-n-";
+constexpr std::string_view k_tag_marker = "-c";
+constexpr size_t k_tag_digits = 32;
 
 Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon"); }
 
 }  // namespace
 
-std::string namespaced_key(std::string_view key, std::string_view ns) {
+std::string namespaced_key(std::string_view key, std::string_view ns, const NamesKey* names_key) {
   std::string out(key);
+  if (names_key) {
+    out += k_tag_marker;
+    out += blob_file_tag(*names_key, key);
+  }
   if (ns.empty()) return out;
   out += k_namespace_marker;
   out += ns;
@@ -21,8 +29,16 @@ NamespacedKey split_namespaced_key(std::string_view stored) {
   // Bare keys (compile keys, blob keys) never hold the marker: they are hex
   // digits with at most a "-blob" suffix.
   const size_t marker = stored.find(k_namespace_marker);
-  if (marker == std::string_view::npos) return {{}, stored};
-  return {stored.substr(marker + k_namespace_marker.size()), stored.substr(0, marker)};
+  NamespacedKey out{{}, stored.substr(0, marker)};
+  if (marker != std::string_view::npos) out.ns = stored.substr(marker + k_namespace_marker.size());
+  // Nor do they end in "-c" and 32 hex digits: that is a tag.
+  const size_t tag = out.key.size() - std::min(out.key.size(), k_tag_marker.size() + k_tag_digits);
+  if (out.key.size() > k_tag_marker.size() + k_tag_digits && out.key.substr(tag, k_tag_marker.size()) == k_tag_marker &&
+      out.key.substr(tag + k_tag_marker.size()).find_first_not_of("0123456789abcdef") == std::string_view::npos) {
+    out.key = out.key.substr(0, tag);
+    out.tagged = true;
+  }
+  return out;
 }
 
 std::optional<CacheHit> NamespacedCache::get(std::string_view key) const { return tiers_->get(stored_key(key)); }

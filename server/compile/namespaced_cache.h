@@ -7,7 +7,9 @@
 // Stored keys: an entry of namespace `ns` lives in every tier under
 // "<key>-n-<ns>", the bare key in the default namespace (""), so no
 // namespace's entry can be found under another's key, and a listing can tell
-// whose an entry is.
+// whose an entry is. The blobs of a user on the daemon's host carry a tag
+// that only that user can compute, "<key>-c<tag>-n-<ns>" (blob_file_names.h),
+// which makes their files readable by that user alone.
 #pragma once
 
 #include <cstdint>
@@ -21,17 +23,20 @@
 #include "cache/disk_store.h"
 #include "cache/tiered_cache.h"
 #include "kjit/status.h"
+#include "server/compile/blob_file_names.h"
 
 namespace kjit {
 
-// The key an entry of namespace ns is stored under in every tier.
-std::string namespaced_key(std::string_view key, std::string_view ns);
+// The key an entry of namespace ns is stored under in every tier; with a
+// names key, tagged with it.
+std::string namespaced_key(std::string_view key, std::string_view ns, const NamesKey* names_key = nullptr);
 
-// The namespace and the bare key of a stored key; the default namespace for
-// keys without the marker.
+// The namespace and the bare key of a stored key (without its tag); the
+// default namespace for keys without the marker.
 struct NamespacedKey {
   std::string_view ns;
   std::string_view key;
+  bool tagged = false;  // named with a namespace's names key
 };
 NamespacedKey split_namespaced_key(std::string_view stored);
 
@@ -40,7 +45,9 @@ class NamespacedCache {
   const std::string& ns() const { return ns_; }
   // What key is stored under: for a caller that must name the same flight
   // of a compile as the cache does.
-  std::string stored_key(std::string_view key) const { return namespaced_key(key, ns_); }
+  std::string stored_key(std::string_view key) const {
+    return namespaced_key(key, ns_, names_key_ ? &*names_key_ : nullptr);
+  }
 
   std::optional<CacheHit> get(std::string_view key) const;
   // The memory tier alone (TieredCache::get_from_memory): never blocks on I/O.
@@ -65,13 +72,15 @@ class NamespacedCache {
   friend class DaemonCache;
   // The stores are the DaemonCache's, which outlives every request and so
   // every view; raw pointers keep a view cheap on the memory-hit path.
-  NamespacedCache(TieredCache* tiers, DiskStore* disk, CompileCoalescer* once, std::string ns)
-      : tiers_(tiers), disk_(disk), once_(once), ns_(std::move(ns)) {}
+  NamespacedCache(TieredCache* tiers, DiskStore* disk, CompileCoalescer* once, std::string ns,
+                  std::optional<NamesKey> names_key = std::nullopt)
+      : tiers_(tiers), disk_(disk), once_(once), ns_(std::move(ns)), names_key_(names_key) {}
 
   TieredCache* tiers_;
   DiskStore* disk_;        // null when the disk tier is off
   CompileCoalescer* once_;  // null for a view that compiles nothing
   std::string ns_;
+  std::optional<NamesKey> names_key_;  // a local user's blobs: their keys are tagged
 };
 
 }  // namespace kjit

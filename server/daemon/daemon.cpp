@@ -299,10 +299,10 @@ Status Daemon::start() {
 }
 
 // Local clients may read the disk tier themselves only where what they read
-// is what the socket would answer them: the manifest is kjitd's user's alone
-// (mode 0600), an operator whose tokenless requests are served in the
-// default namespace; every other user's blobs are its own and go over the
-// socket, where kjitd knows who asks.
+// is what the socket would answer them: the operator its blobs of the
+// default namespace, every other user those of its own namespace, whose
+// file names it can make only with the key the socket gives it
+// (direct_read_manifest.h).
 void Daemon::publish_direct_reads(const DaemonCache* cache) {
   if (!config_.cache.direct_reads || !cache) return;
   const std::optional<DaemonCache::DiskLayout> disk = cache->disk_layout();
@@ -313,6 +313,8 @@ void Daemon::publish_direct_reads(const DaemonCache* cache) {
   manifest.disk_root = disk->root;
   manifest.ns = "";
   manifest.touch_interval_ms = disk->touch_interval.count();
+  manifest.daemon_uid = ::geteuid();
+  manifest.names_key_id = cache->names_secret_id();
   if (Status s = write_direct_read_manifest(manifest); !s)
     spdlog::warn("no direct reads: {}", s.error().message);
   else

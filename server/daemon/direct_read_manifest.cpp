@@ -39,6 +39,8 @@ std::string manifest_json(const DirectReadManifest& manifest, const struct stat&
       {"blob_key_domain", std::string(k_blob_key_domain)},
       {"namespace", manifest.ns},
       {"touch_interval_ms", manifest.touch_interval_ms},
+      {"daemon_uid", manifest.daemon_uid},
+      {"names_key_id", manifest.names_key_id},
   };
   return json.dump(2) + "\n";
 }
@@ -51,14 +53,10 @@ Status write_direct_read_manifest(const DirectReadManifest& manifest) {
     return make_error(ErrorCode::internal, "cannot stat " + manifest.socket_path + ": " + std::strerror(errno));
   // Not synced: the file describes a running daemon, and a crash makes it stale anyway.
   const std::string path = direct_read_manifest_path(manifest.socket_path);
-  // Readable by kjitd's own user (and root) alone: they are the operators
-  // a tokenless socket request of theirs is served as, in the default
-  // namespace the manifest names. Every other user of the socket keeps its
-  // blobs in a namespace of its own, which the daemon serves over the
-  // socket only, where it knows who asks (local_users.h); a manifest it
-  // could read would name a namespace that is not its own.
+  // Readable by all: it holds no secret, and other users learn from it
+  // where to read the blobs they can name (see the header).
   return write_file_atomically(path, manifest_json(manifest, socket_stat),
-                               AtomicWriteOptions{.sync = false, .mode = 0600});
+                               AtomicWriteOptions{.sync = false, .mode = 0644});
 }
 
 void remove_direct_read_manifest(const std::string& socket_path) {

@@ -21,8 +21,15 @@ inline NamespacedCache compiles_of(const DaemonCache& cache, const Caller& calle
   return cache.compiles_in(caller.ns);
 }
 
+// Whether the caller's blobs are a user's on the daemon's host (not the
+// operator's, not a tenant's): their stored keys are then tagged, so that
+// user alone reads them from the disk tier (blob_file_names.h).
+inline bool blobs_are_a_local_users(const Caller& caller) {
+  return caller.user && !caller.is_operator() && caller.tenant.empty() && !caller.blob_ns.empty();
+}
+
 inline NamespacedCache blobs_of(const DaemonCache& cache, const Caller& caller) {
-  return cache.blobs_in(caller.blob_ns);
+  return blobs_are_a_local_users(caller) ? cache.local_user_blobs_in(caller.blob_ns) : cache.blobs_in(caller.blob_ns);
 }
 
 // Whether the caller's compile entries are its own (the operator's default

@@ -44,15 +44,15 @@ TEST_F(DirectReadManifestTest, DescribesTheServingSocketAndWhereItsBlobsLie) {
   ASSERT_TRUE(fs::exists(manifest_path(*daemon)));
   struct stat manifest_stat {};
   ASSERT_EQ(::stat(manifest_path(*daemon).c_str(), &manifest_stat), 0);
-  // kjitd's user's alone: the socket's group are users whose blobs are
-  // their own, served over the socket.
-  EXPECT_EQ(manifest_stat.st_mode & 0777, 0600u) << "readable by kjitd's user alone";
+  // Readable by every user: it holds no secret; a user reads its own blobs
+  // only with the names key the socket gives it.
+  EXPECT_EQ(manifest_stat.st_mode & 0777, 0644u);
   EXPECT_EQ(manifest_stat.st_uid, ::geteuid());
 
   const nlohmann::json manifest = read_manifest(*daemon);
   struct stat socket_stat {};
   ASSERT_EQ(::stat(daemon->socket_path().c_str(), &socket_stat), 0);
-  EXPECT_EQ(manifest.at("format"), 1);
+  EXPECT_EQ(manifest.at("format"), 2);
   EXPECT_EQ(manifest.at("socket"), daemon->socket_path());
   EXPECT_EQ(manifest.at("socket_inode").get<uint64_t>(), static_cast<uint64_t>(socket_stat.st_ino));
   EXPECT_EQ(manifest.at("socket_device").get<uint64_t>(), static_cast<uint64_t>(socket_stat.st_dev));
@@ -65,6 +65,8 @@ TEST_F(DirectReadManifestTest, DescribesTheServingSocketAndWhereItsBlobsLie) {
   EXPECT_EQ(manifest.at("blob_key_domain"), "kjit client blob key v1");
   EXPECT_EQ(manifest.at("namespace"), "");
   EXPECT_GT(manifest.at("touch_interval_ms").get<int64_t>(), 0);
+  EXPECT_EQ(manifest.at("daemon_uid").get<uint32_t>(), ::geteuid());
+  EXPECT_EQ(manifest.at("names_key_id").get<std::string>().size(), 32u);
 
   // A stored blob lies where the manifest says a reader finds it.
   auto cache = v1::Cache::NewStub(

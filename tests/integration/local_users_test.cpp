@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 
 #include "kjit/v1/cache.grpc.pb.h"
 #include "pipeline/cache_key.h"
+#include "server/compile/namespaced_cache.h"
 #include "support/eventually.h"
 #include "support/child_process.h"
 #include "support/daemon_test.h"
@@ -146,6 +148,53 @@ TEST_F(LocalUsersTest, OneUsersBlobsAreNeitherReplacedNorSeenNorRemovedByAnother
   EXPECT_EQ(as(k_user_b, daemon, {"rm", a_key}), "OK\n");
   EXPECT_EQ(as(k_user_b, daemon, {"get", "triton", "K", "k.cubin"}), "OK missing\n");
   EXPECT_EQ(as(k_user_a, daemon, {"get", "triton", "K", "k.cubin"}), "OK found bytes-of-a\n");
+}
+
+// Direct reads: a user reads its own blobs from the disk tier by the names
+// its grant lets it make, and nothing else of the daemon's: not another
+// user's blobs (it cannot name them), not the operator's (kjitd's user's
+// files), not a listing of the directories, not the names secret.
+TEST_F(LocalUsersTest, AUserReadsItsOwnBlobsFromDiskAndNoOneElses) {
+  TestDaemon daemon(options());
+  const std::string a_put = as(k_user_a, daemon, {"put", "triton", "K", "k.cubin", "bytes-of-a"});
+  ASSERT_TRUE(a_put.starts_with("OK ")) << a_put;
+  const std::string blob_key = a_put.substr(3, a_put.find('\n') - 3);
+  ASSERT_TRUE(as("root", daemon, {"put", "triton", "K", "k.cubin", "bytes-of-root"}).starts_with("OK "));
+  // A put of a stored identity says so.
+  EXPECT_EQ(as(k_user_a, daemon, {"put", "triton", "K", "k.cubin", "other"}),
+            "OK " + blob_key + " already_stored conflict\n");
+
+  const std::string root = dir_ + "/cache/v3";
+  // The path of a blob file named with a grant's key ("<ns> <hex key>").
+  auto path_with = [&](const std::string& grant) {
+    std::istringstream words(grant.substr(3));
+    std::string ns, hex;
+    words >> ns >> hex;
+    NamesKey key{};
+    for (size_t i = 0; i < key.size() && 2 * i + 1 < hex.size(); ++i)
+      key[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    const std::string stored = namespaced_key(blob_key, ns, &key);
+    return root + "/" + stored.substr(0, 2) + "/" + stored + ".kjit";
+  };
+  const std::string a_grant = as(k_user_a, daemon, {"grant"});
+  const std::string b_grant = as(k_user_b, daemon, {"grant"});
+  ASSERT_TRUE(a_grant.starts_with("OK U" + std::to_string(uid_of(k_user_a)) + " ")) << a_grant;
+  ASSERT_TRUE(b_grant.starts_with("OK U" + std::to_string(uid_of(k_user_b)) + " ")) << b_grant;
+  const std::string a_file = path_with(a_grant);
+  EXPECT_TRUE(as(k_user_a, daemon, {"read", a_file}).starts_with("OK ")) << "A reads its own blob";
+  // B's key names another file, which does not exist: B cannot name A's.
+  EXPECT_FALSE(std::filesystem::exists(path_with(b_grant)));
+  EXPECT_EQ(as(k_user_b, daemon, {"read", path_with(b_grant)}), "ERR errno No such file or directory\n");
+  // Nor find it: no directory of the tier lists for B.
+  EXPECT_EQ(as(k_user_b, daemon, {"list", root}), "ERR errno Permission denied\n");
+  EXPECT_EQ(as(k_user_b, daemon, {"list", root + "/" + blob_key.substr(0, 2)}), "ERR errno Permission denied\n");
+  // The operator's blob is plainly named, and kjitd's user's alone.
+  const std::string operator_file = root + "/" + blob_key.substr(0, 2) + "/" + blob_key + ".kjit";
+  ASSERT_TRUE(std::filesystem::exists(operator_file));
+  EXPECT_EQ(as(k_user_b, daemon, {"read", operator_file}), "ERR errno Permission denied\n");
+  EXPECT_EQ(as(k_user_b, daemon, {"read", dir_ + "/cache/blob-names.key"}), "ERR errno Permission denied\n");
+  // Tokenless operators are granted plain names.
+  EXPECT_EQ(as("root", daemon, {"grant"}), "OK  \n");
 }
 
 TEST_F(LocalUsersTest, MembersOfTheAdminGroupAreOperators) {

@@ -2,15 +2,23 @@
 // (local_users_test.cpp runs it under setpriv): one call per run, its
 // answer on stdout as "OK ..." or "ERR <gRPC code> <message>".
 //
-//   kjit_test_peer_client SOCKET put NS KEY NAME DATA   -> OK <cache key>
+//   kjit_test_peer_client SOCKET put NS KEY NAME DATA   -> OK <cache key>[ already_stored][ conflict]
 //   kjit_test_peer_client SOCKET get NS KEY NAME        -> OK found <data> | OK missing
+//   kjit_test_peer_client SOCKET grant                  -> OK <namespace> <names key in hex> | OK refused <reason>
+//   kjit_test_peer_client SOCKET read PATH | list DIR   -> OK <bytes>/<names> | ERR errno <message> (no RPC)
 //   kjit_test_peer_client SOCKET ls                     -> OK, then one key a line
 //   kjit_test_peer_client SOCKET rm KEY | explain KEY | gc | verify | stats
 // With KJIT_TEST_TOKEN set, the call carries it (authorization: Bearer).
 #include <grpcpp/grpcpp.h>
 
+#include <dirent.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -49,7 +57,44 @@ int main(int argc, char** argv) {
     request.set_data(args[5]);
     kjit::v1::PutBlobResponse response;
     grpc::Status status = cache->PutBlob(&context, request, &response);
-    return answer(status, response.cache_key());
+    return answer(status, response.cache_key() + (response.already_stored() ? " already_stored" : "") +
+                              (response.conflict() ? " conflict" : ""));
+  }
+  if (op == "grant") {
+    kjit::v1::DirectReadGrantResponse response;
+    grpc::Status status = cache->GetDirectReadGrant(&context, kjit::v1::DirectReadGrantRequest{}, &response);
+    if (!response.granted()) return answer(status, "refused " + response.reason());
+    std::string hex;
+    for (unsigned char c : response.names_key()) {
+      char digits[3];
+      std::snprintf(digits, sizeof digits, "%02x", c);
+      hex += digits;
+    }
+    return answer(status, response.namespace_() + " " + hex);
+  }
+  // What this user may do to the daemon's files by itself, without kjitd.
+  if (op == "read" && args.size() == 3) {
+    std::ifstream in(args[2], std::ios::binary);
+    if (!in) {
+      std::cout << "ERR errno " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    std::cout << "OK " << bytes.str().size() << "\n";
+    return 0;
+  }
+  if (op == "list" && args.size() == 3) {
+    DIR* dir = ::opendir(args[2].c_str());
+    if (!dir) {
+      std::cout << "ERR errno " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    std::string names;
+    while (dirent* entry = ::readdir(dir)) names += std::string(" ") + entry->d_name;
+    ::closedir(dir);
+    std::cout << "OK" << names << "\n";
+    return 0;
   }
   if (op == "get" && args.size() == 5) {
     kjit::v1::GetBlobRequest request;

@@ -208,3 +208,83 @@ def test_importing_kjit_loads_grpc_only_for_a_client():
             "assert Client is kjit.Client and aio.Client\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+_USER_CHILD = r"""
+import json, sys
+import kjit
+from kjit._direct import DirectReader, remember_grant
+socket_path, op = sys.argv[1], sys.argv[2]
+out = {}
+if op == "put":
+    with kjit.Client(socket_path) as client:
+        stored = client.put_blob("triton", "K", "k.cubin", sys.argv[3].encode())
+        out["already_stored"] = stored.already_stored
+out["reader_before_grant"] = DirectReader.open(socket_path) is not None
+with kjit.Client(socket_path) as client:
+    out["granted"] = remember_grant(client, socket_path)
+reader = DirectReader.open(socket_path)
+out["namespace"] = reader.namespace if reader else None
+data = reader.get_blob("triton", "K", "k.cubin") if reader else None
+out["read"] = data.decode() if data is not None else None
+print(json.dumps(out))
+"""
+
+
+def _as_user(user: str, home, *args) -> dict:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "XDG_CACHE_HOME": str(home), "KJIT_DIRECT_READS": "1"}
+    command = ["setpriv", "--reuid", user, "--regid", "kjit-test", "--init-groups", sys.executable, "-c", _USER_CHILD]
+    done = subprocess.run(command + [str(a) for a in args], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs clients as the users kjit-test-a and kjit-test-b (root only)")
+def test_each_user_reads_its_own_blobs_directly_and_no_one_elses():
+    import grp
+    import pwd
+    import tempfile
+    for user in ("kjit-test-a", "kjit-test-b"):
+        try:
+            pwd.getpwnam(user)
+            grp.getgrnam("kjit-test")
+        except KeyError:
+            pytest.skip("no user %s (tests/integration's local users test makes it)" % user)
+    # pytest's own temporary directory is root's alone; the users must reach this one.
+    from pathlib import Path
+    tmp_path = Path(tempfile.mkdtemp(prefix="kjit-users-"))
+    os.chmod(tmp_path, 0o755)
+    d = Daemon(tmp_path / "d", ["--socket-group", "kjit-test"])
+    d.root.mkdir()
+    os.chmod(d.root, 0o755)
+    d.start()
+    homes = {}
+    for user in ("kjit-test-a", "kjit-test-b"):
+        homes[user] = tmp_path / ("home-" + user)
+        homes[user].mkdir()
+        os.chown(homes[user], pwd.getpwnam(user).pw_uid, grp.getgrnam("kjit-test").gr_gid)
+    try:
+        a = _as_user("kjit-test-a", homes["kjit-test-a"], d.socket, "put", "bytes-of-a")
+        # Without a grant, no direct reads; with it, A reads its own blob.
+        assert a["reader_before_grant"] is False and a["granted"] is True
+        assert a["namespace"] == "U%d" % pwd.getpwnam("kjit-test-a").pw_uid
+        assert a["read"] == "bytes-of-a"
+        # The grant is kept, for A's later processes, in A's own directory.
+        kept = _as_user("kjit-test-a", homes["kjit-test-a"], d.socket, "read")
+        assert kept["reader_before_grant"] is True and kept["granted"] is False and kept["read"] == "bytes-of-a"
+        grants = list((homes["kjit-test-a"] / "kjit" / "direct-read").iterdir())
+        assert len(grants) == 1 and grants[0].stat().st_mode & 0o777 == 0o600
+        # B, with a grant of its own, reads nothing of A's, before and after storing its own.
+        b = _as_user("kjit-test-b", homes["kjit-test-b"], d.socket, "read")
+        assert b["granted"] is True and b["read"] is None
+        b = _as_user("kjit-test-b", homes["kjit-test-b"], d.socket, "put", "bytes-of-b")
+        assert b["already_stored"] is False and b["read"] == "bytes-of-b"
+        assert _as_user("kjit-test-a", homes["kjit-test-a"], d.socket, "read")["read"] == "bytes-of-a"
+        # A's grant copied into B's directory names A's namespace, whose files
+        # B may read only as A could: it had to steal A's key first. What B
+        # cannot do is list the tier to find A's files without it.
+        with kjit.Client(d.socket) as operator:
+            assert operator.get_blob("triton", "K", "k.cubin") is None  # the users' blobs are not the operator's
+    finally:
+        d.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
