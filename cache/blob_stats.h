@@ -15,6 +15,14 @@ struct BlobStats {
   // Puts that found other bytes already stored under the same identity in
   // the caller's blob namespace; the first writer's stay.
   uint64_t put_conflicts = 0;
+  // Claims on groups (ClaimBlobGroup), counted where they are asked and held.
+  uint64_t claims = 0;            // claims granted: the caller compiles
+  uint64_t claim_hits = 0;        // claim calls answered with the group, at once or after waiting
+  uint64_t claim_waits = 0;       // claim calls that waited while another caller held the claim
+  uint64_t claim_wait_ms = 0;     // the time those waits took, together
+  uint64_t claim_timeouts = 0;    // claim calls that reached their wait bound: the caller compiles without one
+  uint64_t claims_abandoned = 0;  // claims that ended without their group: failed, released, holder gone
+  uint64_t claims_refused = 0;    // claim calls over a waiter or claim bound (RESOURCE_EXHAUSTED)
 };
 
 // The counters by name, as kjit.v1.BlobStats names them: visit(name,
@@ -31,6 +39,13 @@ void for_each_counter(Stats& stats, Visit&& visit) {
   visit("group_gets", stats.group_gets);
   visit("group_hits", stats.group_hits);
   visit("put_conflicts", stats.put_conflicts);
+  visit("claims", stats.claims);
+  visit("claim_hits", stats.claim_hits);
+  visit("claim_waits", stats.claim_waits);
+  visit("claim_wait_ms", stats.claim_wait_ms);
+  visit("claim_timeouts", stats.claim_timeouts);
+  visit("claims_abandoned", stats.claims_abandoned);
+  visit("claims_refused", stats.claims_refused);
 }
 
 }  // namespace kjit

@@ -3,14 +3,11 @@
 #include "cache/compile_coalescer.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
-#include <random>
 #include <thread>
 
+#include "cache/lease_renewal.h"
 #include "core/clock.h"
 
 namespace kjit {
@@ -18,76 +15,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string default_owner() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  std::random_device random;
-  return std::string(host) + ":" + std::to_string(::getpid()) + ":" + std::to_string(random());
-}
-
-
-// Keeps a held lease from expiring while its compile runs: a thread extends
-// it every interval until this object is destroyed, which wakes the thread at
-// once and joins it, so renewal ends with the compile, not an interval later.
-class LeaseRenewal {
- public:
-  LeaseRenewal(LeaseStore& leases, std::string key, std::string owner, std::chrono::milliseconds ttl,
-               std::chrono::milliseconds interval)
-      : leases_(leases),
-        key_(std::move(key)),
-        owner_(std::move(owner)),
-        ttl_(ttl),
-        interval_(interval),
-        thread_([this] { renew_until_stopped(); }) {}
-
-  ~LeaseRenewal() {
-    {
-      std::lock_guard lock(mutex_);
-      stopped_ = true;
-    }
-    wake_.notify_one();
-    thread_.join();
-  }
-
-  LeaseRenewal(const LeaseRenewal&) = delete;
-  LeaseRenewal& operator=(const LeaseRenewal&) = delete;
-
- private:
-  void renew_until_stopped() {
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, interval_, [this] { return stopped_; })) {
-      // Unlocked during the round trip so the destructor never waits on the
-      // mutex, only on this one call (bounded by the operation timeout).
-      lock.unlock();
-      Status renewed = leases_.renew(key_, owner_, ttl_);
-      lock.lock();
-      if (renewed) continue;
-      if (renewed.error().code == ErrorCode::not_found) {
-        // Expired or taken over: renewing can no longer keep others out.
-        spdlog::info("cache: lost the lease on {} during its compile; another daemon may compile it too", key_);
-        return;
-      }
-      // The store failing: the lease may still have time left, so keep trying.
-      spdlog::debug("cache: lease on {} not renewed ({}); retrying", key_, renewed.error().message);
-    }
-  }
-
-  LeaseStore& leases_;
-  const std::string key_;
-  const std::string owner_;
-  const std::chrono::milliseconds ttl_;
-  const std::chrono::milliseconds interval_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopped_ = false;
-  std::thread thread_;  // last: it starts once every member it reads exists
-};
-
 }  // namespace
 
 CompileCoalescer::CompileCoalescer(std::shared_ptr<TieredCache> cache, std::shared_ptr<LeaseStore> leases, Options options)
     : cache_(std::move(cache)), leases_(std::move(leases)), options_(std::move(options)) {
-  if (options_.owner.empty()) options_.owner = default_owner();
+  if (options_.owner.empty()) options_.owner = default_lease_owner();
   if (options_.lease_renew_interval <= std::chrono::milliseconds::zero())
     options_.lease_renew_interval = std::max(options_.lease_ttl / 3, std::chrono::milliseconds(1));
 }

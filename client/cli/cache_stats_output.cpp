@@ -121,8 +121,18 @@ std::string cache_stats_text(const CacheStats& stats) {
                 static_cast<unsigned long long>(b.gets), static_cast<unsigned long long>(b.hits),
                 static_cast<unsigned long long>(b.misses), static_cast<unsigned long long>(b.groups_put),
                 static_cast<unsigned long long>(b.group_gets), static_cast<unsigned long long>(b.group_hits));
-  out += the_rest(b, {"puts", "put_bytes", "gets", "hits", "misses", "groups_put", "group_gets", "group_hits"}, {});
+  // Claims (one compile per group for clients compiling themselves) on a line of their own.
+  const Names claims = {"claims", "claim_hits", "claim_waits", "claim_wait_ms", "claim_timeouts", "claims_abandoned",
+                        "claims_refused"};
+  const Names shown = {"puts", "put_bytes", "gets", "hits", "misses", "groups_put", "group_gets", "group_hits"};
+  out += the_rest(b, shown, claims);
   out += "\n";
+  out += format("claims on blob groups: granted %llu, answered with the group %llu, waits %llu (%.1f s), "
+                "timed out %llu, abandoned %llu, refused %llu\n",
+                static_cast<unsigned long long>(b.claims), static_cast<unsigned long long>(b.claim_hits),
+                static_cast<unsigned long long>(b.claim_waits), b.claim_wait_ms / 1000.0,
+                static_cast<unsigned long long>(b.claim_timeouts), static_cast<unsigned long long>(b.claims_abandoned),
+                static_cast<unsigned long long>(b.claims_refused));
   return out;
 }
 

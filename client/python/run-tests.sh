@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests the Python client against a real kjitd (build/bin/kjitd, or $KJITD).
-# Installs the package, pytest and triton (and cuda-tile, where a tileiras is
-# present) into a virtual environment under build/python-venv (or
+# Installs the package, pytest, triton and cuda-core (and cuda-tile, where a
+# tileiras is present) into a virtual environment under build/python-venv (or
 # $KJIT_PYTHON_VENV), and reinstalls only when the package's sources or the
 # protos changed. Arguments go to pytest.
 set -euo pipefail
@@ -46,6 +46,19 @@ if [ -z "${KJIT_SKIP_TRITON:-}" ] && ! "$venv/bin/python" -c \
     'import importlib.util, sys; sys.exit(importlib.util.find_spec("triton") is None)'; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "triton==$triton_version" ||
     echo "run-tests.sh: could not install triton $triton_version; tests/test_triton.py will skip" >&2
+fi
+
+# NVIDIA's cuda.core for tests/test_cuda_core.py (kjit.cuda_core), once, at
+# the versions the tests were written against: small wheels (cuda-bindings
+# without its [all] extra loads the host's NVRTC, which the toolkit kjit
+# builds with provides). KJIT_SKIP_CUDA_CORE=1 leaves it out (those tests
+# then skip).
+cuda_core_version=1.2.2
+cuda_bindings_version=13.5.0
+if [ -z "${KJIT_SKIP_CUDA_CORE:-}" ] && ! "$venv/bin/python" -c 'import cuda.core' 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cuda-core==$cuda_core_version" \
+      "cuda-bindings==$cuda_bindings_version" ||
+    echo "run-tests.sh: could not install cuda-core $cuda_core_version; tests/test_cuda_core.py will skip" >&2
 fi
 
 # cuTile for tests/test_cutile.py (kjit.cutile), only where a tileiras is

@@ -168,6 +168,12 @@ struct CacheBlobStats {
   uint64_t gets = 0, hits = 0, misses = 0;  // one per name; a group counts its members
   uint64_t groups_put = 0, group_gets = 0, group_hits = 0;  // group_hits: every member found
   uint64_t put_conflicts = 0;  // puts that found other bytes stored under their identity: the first stays
+  // Claims on groups (Client::claim_blob_group), counted by the daemon asked.
+  uint64_t claims = 0, claim_hits = 0;  // claims granted; claim calls answered with the group
+  uint64_t claim_waits = 0, claim_wait_ms = 0;  // claim calls that waited for another holder, and for how long
+  uint64_t claim_timeouts = 0;    // waits that reached their bound
+  uint64_t claims_abandoned = 0;  // claims that ended without their group
+  uint64_t claims_refused = 0;    // over a [limits] max_claim* bound
 };
 
 struct CacheStats {
@@ -211,6 +217,13 @@ void for_each_counter(Stats& stats, Visit&& visit) {
   visit("group_gets", stats.group_gets);
   visit("group_hits", stats.group_hits);
   visit("put_conflicts", stats.put_conflicts);
+  visit("claims", stats.claims);
+  visit("claim_hits", stats.claim_hits);
+  visit("claim_waits", stats.claim_waits);
+  visit("claim_wait_ms", stats.claim_wait_ms);
+  visit("claim_timeouts", stats.claim_timeouts);
+  visit("claims_abandoned", stats.claims_abandoned);
+  visit("claims_refused", stats.claims_refused);
 }
 
 template <typename Stats, typename Visit>
@@ -254,6 +267,40 @@ struct BlobGroup {
   std::vector<Blob> members;
   std::vector<std::string> missing;  // members the cache no longer holds
   bool complete() const { return missing.empty(); }
+};
+
+// What Client::claim_blob_group got: the group (another caller compiled
+// it), the claim (compile, put the members and the group), or neither
+// (another caller held the claim for the whole wait: compile without one).
+// A claim is held while this object lives and the group is not put:
+// destroying it, or release(), gives the claim up at once, so a caller that
+// throws hands it to the next waiter. Move-only.
+class BlobClaim {
+ public:
+  enum class Outcome { hit, claimed, timed_out };
+
+  BlobClaim(BlobClaim&&) noexcept;
+  BlobClaim& operator=(BlobClaim&&) noexcept;
+  ~BlobClaim();
+
+  Outcome outcome() const;
+  // With hit: the group, every member found.
+  const BlobGroup& group() const;
+  // With claimed: what ReleaseBlobClaim takes; how long the claim outlives
+  // a daemon that dies holding it; whether it holds across the daemons
+  // sharing a Redis tier (false: in the daemon asked only).
+  const std::string& claim_id() const;
+  std::chrono::milliseconds lease() const;
+  bool fleet() const;
+  // Gives the claim up (failed: the compile failed). A claim whose group
+  // was put has ended already: releasing it changes nothing.
+  Status release(bool failed = false);
+
+ private:
+  friend class Client;
+  struct Impl;
+  explicit BlobClaim(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // One side of an explanation: a request, or a key already in the cache
@@ -373,6 +420,13 @@ class Client {
   // the daemon's answer size); std::nullopt when there is no such group.
   Result<std::optional<BlobGroup>> get_blob_group(const std::string& ns, const std::string& key,
                                                   const std::string& group) const;
+  // The group, or its claim, waiting at most `wait` while another caller
+  // holds it (at most the daemon's [limits] max_claim_wait_ms). One caller
+  // holds a group's claim at a time, across the daemons sharing Redis too;
+  // put_blob_group ends it. resource_exhausted past the daemon's bounds on
+  // waiters: compile without a claim, as after a timed_out.
+  Result<BlobClaim> claim_blob_group(const std::string& ns, const std::string& key, const std::string& group,
+                                     std::chrono::milliseconds wait) const;
 
   // Sends payload and gets it back: the RPC floor, for benchmarks.
   Result<std::string> echo(const std::string& payload) const;

@@ -83,7 +83,11 @@ bool is_blob_cache_key(std::string_view text) {
          is_key_hex(text.substr(0, 64));
 }
 
-BlobStore::BlobStore(uint64_t max_blob_bytes) : max_blob_bytes_(max_blob_bytes) {}
+BlobStore::BlobStore(uint64_t max_blob_bytes, std::shared_ptr<KeyClaims> claims, BlobClaimLimits claim_limits)
+    : max_blob_bytes_(max_blob_bytes),
+      claims_(claims ? std::make_unique<BlobClaims>(std::move(claims), claim_limits) : nullptr) {}
+
+BlobStore::~BlobStore() = default;
 
 Status BlobStore::check_identity(std::string_view ns, std::string_view key, std::string_view name) const {
   if (Status s = check_blob_field("namespace", ns, false); !s) return s;
@@ -139,22 +143,25 @@ Result<std::optional<BlobHit>> BlobStore::get(const NamespacedCache& blobs, std:
   return hit;
 }
 
-Status BlobStore::put_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
-                            std::string_view group, const std::vector<std::string>& names) {
-  if (Status s = check_identity(ns, key, group); !s) return s;
+Result<BlobPutOutcome> BlobStore::put_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
+                                            std::string_view group, const std::vector<std::string>& names) {
+  if (Status s = check_identity(ns, key, group); !s) return s.error();
   if (names.size() > k_max_blob_group_names)
     return make_error(ErrorCode::invalid_argument, "a group has at most " + std::to_string(k_max_blob_group_names) +
                                                        " names, not " + std::to_string(names.size()));
   for (const std::string& name : names)
-    if (Status s = check_blob_field("name", name, true); !s) return s;
+    if (Status s = check_blob_field("name", name, true); !s) return s.error();
   CacheEntry entry;
   entry.blob = BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)};
   entry.key = blob_cache_key(k_blob_group_kind, ns, key, group);
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   entry.artifact.bytes = encode_names(names);
   ++groups_put_;
-  store_first(blobs, std::move(entry));
-  return Ok{};
+  BlobPutOutcome outcome = store_first(blobs, std::move(entry));
+  // Whoever put it, whether or not it was there already: the group is
+  // there, so nobody need wait for a claim on it any longer.
+  if (claims_) claims_->fulfil(blobs, ns, key, group);
+  return outcome;
 }
 
 Result<BlobGroupAnswer> BlobStore::get_group(const NamespacedCache& blobs, std::string_view ns,
@@ -204,6 +211,7 @@ BlobStats BlobStore::stats() const {
   out.group_gets = group_gets_;
   out.group_hits = group_hits_;
   out.put_conflicts = put_conflicts_;
+  if (claims_) claims_->add_counts(out);
   return out;
 }
 

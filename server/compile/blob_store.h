@@ -34,6 +34,7 @@
 #include "cache/blob_stats.h"
 #include "cache/cache_source.h"
 #include "cache/tiered_cache.h"
+#include "server/compile/blob_claims.h"
 #include "server/compile/namespaced_cache.h"
 #include "kjit/status.h"
 
@@ -82,35 +83,41 @@ struct BlobGroupAnswer {
 
 class BlobStore {
  public:
-  explicit BlobStore(uint64_t max_blob_bytes);
+  // claims null: ClaimBlobGroup is refused (no claims without a cache).
+  explicit BlobStore(uint64_t max_blob_bytes, std::shared_ptr<KeyClaims> claims = nullptr,
+                     BlobClaimLimits claim_limits = {});
+  ~BlobStore();
 
   // Fields are validated here, so every caller gets the same errors.
   // `blobs` is the caller's view of the blob entries: its namespace, not
   // `ns` (the client's own grouping), decides whose blobs these are.
-  Result<std::string> put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
-                          std::string_view name, std::string data);
+  Result<BlobPutOutcome> put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
+                             std::string_view name, std::string data);
   Result<std::optional<BlobHit>> get(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                                      std::string_view name);
-  Status put_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key, std::string_view group,
-                   const std::vector<std::string>& names);
+  Result<BlobPutOutcome> put_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
+                                   std::string_view group, const std::vector<std::string>& names);
   // Members are returned while their sum stays within max_blob_bytes (the
   // first always), so an answer is never much larger than one PutBlob.
   Result<BlobGroupAnswer> get_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                                     std::string_view group);
 
   BlobStats stats() const;
+  // Claims on groups (blob_claims.h); null without claims. A put_group fulfils its group's claim.
+  BlobClaims* claims() const { return claims_.get(); }
 
  private:
   std::optional<BlobHit> lookup(const NamespacedCache& blobs, const BlobIdentity& identity);
   // Stores entry unless a valid entry of the same identity is there: then
   // the first stays, and other bytes count as a conflict.
-  void store_first(const NamespacedCache& blobs, CacheEntry entry);
+  BlobPutOutcome store_first(const NamespacedCache& blobs, CacheEntry entry);
   Status check_identity(std::string_view ns, std::string_view key, std::string_view name) const;
 
   uint64_t max_blob_bytes_;
   std::atomic<uint64_t> puts_{0}, put_bytes_{0}, gets_{0}, hits_{0}, misses_{0};
   std::atomic<uint64_t> groups_put_{0}, group_gets_{0}, group_hits_{0};
   std::atomic<uint64_t> put_conflicts_{0};
+  std::unique_ptr<BlobClaims> claims_;
 };
 
 }  // namespace kjit

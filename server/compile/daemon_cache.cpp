@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "cache/redis_leases.h"
+#include "server/compile/blob_store.h"
 
 namespace kjit {
 
@@ -77,6 +78,7 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
   cache->blob_tiers_ = std::make_shared<TieredCache>(tiers);
   CompileCoalescer::Options once;
   once.max_wait = std::chrono::milliseconds(config.lease_wait_ms);
+  cache->claims_ = std::make_shared<KeyClaims>(leases, KeyClaims::Options{});
   cache->once_ = std::make_shared<CompileCoalescer>(cache->tiers_, std::move(leases), once);
   return cache;
 }

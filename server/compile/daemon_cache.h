@@ -14,8 +14,10 @@
 
 #include "cache/compile_coalescer.h"
 #include "cache/disk_store.h"
+#include "cache/key_claims.h"
 #include "cache/redis_store.h"
 #include "cache/tiered_cache.h"
+#include "server/compile/blob_file_names.h"
 #include "server/compile/namespaced_cache.h"
 #include "server/config/daemon_config.h"
 
@@ -33,6 +35,19 @@ class DaemonCache {
   // compiles, so blob lookups never show in the compile lookup and miss
   // counts.
   NamespacedCache blobs_in(std::string ns) const;
+  // The blobs of a user on the daemon's host (its own namespace, or one it
+  // shares by declaration): as blobs_in, stored under keys tagged with the
+  // namespace's names key where the disk tier has a secret, so that only
+  // that namespace's users can name, and read, their files.
+  NamespacedCache local_user_blobs_in(std::string ns) const;
+  // The names key of namespace ns, for its users' direct reads, and which
+  // secret it derives from; none without a disk tier (or its secret).
+  std::optional<NamesKey> names_key_for(std::string_view ns) const;
+  std::string names_secret_id() const { return names_secret_ ? names_secret_->id() : std::string(); }
+
+  // Claims on client blobs (one compile per group for clients compiling
+  // for themselves), over the same leases as compiles.
+  std::shared_ptr<KeyClaims> blob_claims() const { return claims_; }
 
   TieredCacheStats stats() const { return tiers_->stats(); }
   CoalescerStats coalescer_stats() const { return once_->stats(); }
@@ -56,6 +71,8 @@ class DaemonCache {
   std::shared_ptr<DiskStore> disk_;          // null when the disk tier is off
   std::shared_ptr<RedisStore> redis_;        // null when the Redis tier is off
   std::shared_ptr<CompileCoalescer> once_;
+  std::shared_ptr<KeyClaims> claims_;
+  std::optional<BlobNameSecret> names_secret_;  // with the disk tier
 };
 
 // DaemonCache::open, by its older name.

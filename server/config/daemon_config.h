@@ -115,6 +115,12 @@ struct DaemonConfig {
   uint32_t max_name_expressions = 1024;
   uint64_t max_launch_bytes = 256ull << 20;      // all buffers of one Launch request
   uint64_t max_blob_bytes = 64ull << 20;         // one client blob (Cache.PutBlob)
+  // Claims on blob groups (Cache.ClaimBlobGroup): the longest wait a caller
+  // may ask for, and how many may wait or hold claims at once.
+  uint64_t max_claim_wait_ms = 3'600'000;
+  uint32_t max_claim_waiters_per_key = 64;
+  uint32_t max_claim_waiters_per_namespace = 1024;
+  uint32_t max_claims_per_namespace = 1024;
   uint64_t compile_timeout_s = 300;              // a compile running longer is stopped
   CompileBounds compile_bounds;                  // [limits] compile_* : what one compile may use
   // How compile workers are confined: "landlock" (Landlock, seccomp and

@@ -154,6 +154,18 @@ std::vector<MetricFamily> MetricsSourcesCollector::Collect() const {
     out.single("kjit_blob_gets_total", "Client blob gets.", MetricType::Counter, double(stats.gets));
     out.single("kjit_blob_hits_total", "Client blob gets that found the blob.", MetricType::Counter,
                double(stats.hits));
+    out.single("kjit_blob_claims_total", "Claims on blob groups granted: a client compiles.", MetricType::Counter,
+               double(stats.claims));
+    out.single("kjit_blob_claim_waits_total", "Claim calls that waited for another client's compile.",
+               MetricType::Counter, double(stats.claim_waits));
+    out.single("kjit_blob_claim_wait_seconds_total", "Time claim calls waited for another client's compile.",
+               MetricType::Counter, double(stats.claim_wait_ms) / 1000);
+    out.single("kjit_blob_claim_timeouts_total", "Claim calls that waited their whole bound.", MetricType::Counter,
+               double(stats.claim_timeouts));
+    out.single("kjit_blob_claims_abandoned_total", "Claims that ended without their group being put.",
+               MetricType::Counter, double(stats.claims_abandoned));
+    out.single("kjit_blob_claims_refused_total", "Claim calls over a bound on waiters or claims.",
+               MetricType::Counter, double(stats.claims_refused));
   }
   if (sources.workers) add_workers(out, sources.workers());
   if (sources.admission) add_admission(out, sources.admission());

@@ -12,13 +12,44 @@ namespace kjit {
 namespace {
 
 Error cache_off() { return make_error(ErrorCode::failed_precondition, "the compile cache is off on this daemon"); }
+
+void to_group_response(const BlobGroupAnswer& answer, v1::GetBlobGroupResponse& response) {
+  response.set_found(answer.found);
+  for (const auto& [name, hit] : answer.members) {
+    v1::Blob* out = response.add_members();
+    out->set_name(name);
+    out->set_data(hit.entry->artifact.bytes);
+  }
+  for (const std::string& name : answer.missing) response.add_missing(name);
+  for (const std::string& name : answer.deferred) response.add_deferred(name);
+}
+
+v1::BlobClaimEnded::Reason to_reason(ClaimEnd end) {
+  switch (end) {
+    case ClaimEnd::fulfilled:
+      return v1::BlobClaimEnded::REASON_FULFILLED;
+    case ClaimEnd::released:
+      return v1::BlobClaimEnded::REASON_RELEASED;
+    case ClaimEnd::failed:
+      return v1::BlobClaimEnded::REASON_FAILED;
+    case ClaimEnd::stopped:
+      break;
+  }
+  return v1::BlobClaimEnded::REASON_DRAINING;
+}
 Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon"); }
 
 }  // namespace
 
 CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<CallGate> gate)
     : compiler_(std::move(compiler)), gate_(gate ? std::move(gate) : std::make_shared<CallGate>(CallGate::Options{})) {
-  if (compiler_->cache()) blobs_ = std::make_unique<BlobStore>(compiler_->config().max_blob_bytes);
+  if (DaemonCache* cache = compiler_->cache()) {
+    const DaemonConfig& config = compiler_->config();
+    BlobClaimLimits claims{std::chrono::milliseconds(config.max_claim_wait_ms),
+                           {config.max_claim_waiters_per_key, config.max_claim_waiters_per_namespace,
+                            config.max_claims_per_namespace}};
+    blobs_ = std::make_unique<BlobStore>(config.max_blob_bytes, cache->blob_claims(), claims);
+  }
 }
 
 grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRequest*, v1::StatsResponse* response) {
@@ -170,9 +201,11 @@ grpc::Status CacheService::PutBlob(grpc::ServerContext* context, const v1::PutBl
   return gate_->serve(context, "PutBlob", [&](const Caller& caller) -> grpc::Status {
     if (!blobs_) return to_grpc_status(cache_off(), *context);
     // The request is const: its data is copied once, into the entry.
-    Result<std::string> key = blobs_->put(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->name(), request->data());
-    if (!key) return to_grpc_status(key.error(), *context);
-    response->set_cache_key(std::move(*key));
+    Result<BlobPutOutcome> put = blobs_->put(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->name(), request->data());
+    if (!put) return to_grpc_status(put.error(), *context);
+    response->set_cache_key(std::move(put->cache_key));
+    response->set_already_stored(put->already_stored);
+    response->set_conflict(put->conflict);
     return grpc::Status::OK;
   });
 }
@@ -192,12 +225,14 @@ grpc::Status CacheService::GetBlob(grpc::ServerContext* context, const v1::GetBl
 }
 
 grpc::Status CacheService::PutBlobGroup(grpc::ServerContext* context, const v1::PutBlobGroupRequest* request,
-                                        v1::PutBlobGroupResponse*) {
+                                        v1::PutBlobGroupResponse* response) {
   return gate_->serve(context, "PutBlobGroup", [&](const Caller& caller) -> grpc::Status {
     if (!blobs_) return to_grpc_status(cache_off(), *context);
     std::vector<std::string> names(request->names().begin(), request->names().end());
-    if (Status s = blobs_->put_group(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->group(), names); !s)
-      return to_grpc_status(s.error(), *context);
+    Result<BlobPutOutcome> put = blobs_->put_group(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->group(), names);
+    if (!put) return to_grpc_status(put.error(), *context);
+    response->set_already_stored(put->already_stored);
+    response->set_conflict(put->conflict);
     return grpc::Status::OK;
   });
 }
@@ -208,14 +243,89 @@ grpc::Status CacheService::GetBlobGroup(grpc::ServerContext* context, const v1::
     if (!blobs_) return to_grpc_status(cache_off(), *context);
     Result<BlobGroupAnswer> answer = blobs_->get_group(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->group());
     if (!answer) return to_grpc_status(answer.error(), *context);
-    response->set_found(answer->found);
-    for (const auto& [name, hit] : answer->members) {
-      v1::Blob* out = response->add_members();
-      out->set_name(name);
-      out->set_data(hit.entry->artifact.bytes);
+    to_group_response(*answer, *response);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::ClaimBlobGroup(grpc::ServerContext* context, const v1::ClaimBlobGroupRequest* request,
+                                          grpc::ServerWriter<v1::ClaimBlobGroupResponse>* writer) {
+  return gate_->serve(context, "ClaimBlobGroup", [&](const Caller& caller) -> grpc::Status {
+    if (!blobs_ || !blobs_->claims()) return to_grpc_status(cache_off(), *context);
+    const NamespacedCache view = blobs_of(*compiler_->cache(), caller);
+    // A waiter whose caller left, or a daemon that drains, stops waiting;
+    // a holder's call that ends (cancelled, its process gone) ends the claim.
+    auto gone = [&] { return call_gone(*context) || gate_->draining(); };
+    Result<BlobGroupClaim> claim =
+        blobs_->claims()->claim_group(*blobs_, view, request->namespace_(), request->key(), request->group(),
+                                      std::chrono::milliseconds(request->wait_ms()), gone);
+    if (!claim) return to_grpc_status(claim.error(), *context);
+    v1::ClaimBlobGroupResponse answer;
+    switch (claim->answer) {
+      case ClaimAnswer::landed:
+        to_group_response(*claim->group, *answer.mutable_group());
+        writer->Write(answer);
+        return grpc::Status::OK;
+      case ClaimAnswer::claimed:
+        break;
+      case ClaimAnswer::timed_out:
+      case ClaimAnswer::refused:
+        answer.set_timed_out(true);
+        writer->Write(answer);
+        return grpc::Status::OK;
     }
-    for (const std::string& name : answer->missing) response->add_missing(name);
-    for (const std::string& name : answer->deferred) response->add_deferred(name);
+    v1::BlobClaim* held = answer.mutable_claimed();
+    held->set_claim_id(claim->claim->id());
+    held->set_lease_ms(static_cast<uint32_t>(blobs_->claims()->lease_ttl().count()));
+    held->set_fleet(claim->claim->fleet());
+    // The claim is released when `claim` goes, however this returns.
+    if (!writer->Write(answer)) return grpc::Status::OK;
+    const ClaimEnd end = blobs_->claims()->hold(*claim->claim, gone);
+    if (end == ClaimEnd::stopped && call_gone(*context)) return grpc::Status::OK;  // nobody to tell
+    answer.Clear();
+    answer.mutable_ended()->set_reason(to_reason(end));
+    writer->Write(answer);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::ReleaseBlobClaim(grpc::ServerContext* context, const v1::ReleaseBlobClaimRequest* request,
+                                            v1::ReleaseBlobClaimResponse* response) {
+  return gate_->serve(context, "ReleaseBlobClaim", [&](const Caller& caller) -> grpc::Status {
+    if (!blobs_ || !blobs_->claims()) return to_grpc_status(cache_off(), *context);
+    Result<bool> released =
+        blobs_->claims()->release(blobs_of(*compiler_->cache(), caller), request->claim_id(), request->failed());
+    if (!released) return to_grpc_status(released.error(), *context);
+    response->set_released(*released);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::GetDirectReadGrant(grpc::ServerContext* context, const v1::DirectReadGrantRequest*,
+                                              v1::DirectReadGrantResponse* response) {
+  return gate_->serve(context, "GetDirectReadGrant", [&](const Caller& caller) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    auto refuse = [&](std::string reason) {
+      response->set_reason(std::move(reason));
+      return grpc::Status::OK;
+    };
+    if (!cache || !cache->has_disk()) return refuse("the disk cache tier is off on this daemon");
+    // Over TCP, or with a token, the caller may be on another host, and
+    // its namespace is the tenant's: the daemon serves it over RPC.
+    if (!caller.user) return refuse("direct reads are for callers on the daemon's unix socket");
+    if (!caller.tenant.empty()) return refuse("a tenant's blobs are served over RPC only");
+    if (caller.is_operator()) {
+      // The operator's blobs are named plainly, readable by kjitd's user.
+      response->set_granted(true);
+      response->set_names_key_id(cache->names_secret_id());
+      return grpc::Status::OK;
+    }
+    std::optional<NamesKey> names_key = cache->names_key_for(caller.blob_ns);
+    if (!names_key) return refuse("the disk tier has no names secret on this daemon (see its log)");
+    response->set_granted(true);
+    response->set_namespace_(caller.blob_ns);
+    response->set_names_key(names_key->data(), names_key->size());
+    response->set_names_key_id(cache->names_secret_id());
     return grpc::Status::OK;
   });
 }

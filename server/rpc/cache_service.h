@@ -28,6 +28,15 @@ class CacheService final : public v1::Cache::Service {
   grpc::Status GetBlob(grpc::ServerContext*, const v1::GetBlobRequest*, v1::GetBlobResponse*) override;
   grpc::Status PutBlobGroup(grpc::ServerContext*, const v1::PutBlobGroupRequest*, v1::PutBlobGroupResponse*) override;
   grpc::Status GetBlobGroup(grpc::ServerContext*, const v1::GetBlobGroupRequest*, v1::GetBlobGroupResponse*) override;
+  // A holder's call stays open while its claim is held: a thread of gRPC's
+  // synchronous pool per call, bounded by [limits] max_claims_per_namespace
+  // and max_claim_waiters_*.
+  grpc::Status ClaimBlobGroup(grpc::ServerContext*, const v1::ClaimBlobGroupRequest*,
+                              grpc::ServerWriter<v1::ClaimBlobGroupResponse>*) override;
+  grpc::Status ReleaseBlobClaim(grpc::ServerContext*, const v1::ReleaseBlobClaimRequest*,
+                                v1::ReleaseBlobClaimResponse*) override;
+  grpc::Status GetDirectReadGrant(grpc::ServerContext*, const v1::DirectReadGrantRequest*,
+                                  v1::DirectReadGrantResponse*) override;
 
  private:
   Result<CacheKey> key_of(const v1::ExplainSide& side, const Caller& caller) const;

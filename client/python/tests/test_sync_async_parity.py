@@ -15,6 +15,10 @@ import kjit.aio
 from kjit import _calls, _health
 from kjit.v1 import cache_pb2, compiler_pb2, diagnostics_pb2, launch_pb2
 
+# Methods that fetch a group's deferred members and merge them with add_deferred.
+DEFERRING = {"get_blob_group", "claim_blob_group"}
+# Methods whose call stays open past its first answer: sent without a deadline.
+HOLDING = {"claim_blob_group"}
 # Public methods that are not RPCs: they only close the channel.
 TRANSPORT_ONLY = {"close"}
 # Twins under another name: a context manager on each side.
@@ -49,6 +53,9 @@ ARGUMENTS = {
     "get_blob": (("ns", "key", "a.bin"), {}),
     "put_blob_group": (("ns", "key", "g", ("a.bin", "b.bin")), {}),
     "get_blob_group": (("ns", "key", "g"), {}),
+    "claim_blob_group": (("ns", "key", "g", 2.5), {}),
+    "release_blob_claim": (("ab" * 16,), dict(failed=True)),
+    "direct_read_grant": ((), {}),
     "health": ((), {}),
     "status": ((), {}),
     "echo": ((b"ping",), {}),
@@ -67,9 +74,14 @@ RESPONSES = {
     "cache.Remove": cache_pb2.RemoveResponse(),
     "cache.Gc": cache_pb2.GcResponse(removed_entries=2, bytes_after=7),
     "cache.Verify": cache_pb2.VerifyResponse(checked=4, removed=1),
-    "cache.PutBlob": cache_pb2.PutBlobResponse(cache_key="blob-key"),
+    "cache.PutBlob": cache_pb2.PutBlobResponse(cache_key="blob-key", already_stored=True, conflict=True),
     "cache.GetBlob": cache_pb2.GetBlobResponse(found=True, data=b"deferred bytes"),
-    "cache.PutBlobGroup": cache_pb2.PutBlobGroupResponse(),
+    "cache.PutBlobGroup": cache_pb2.PutBlobGroupResponse(already_stored=True),
+    "cache.GetDirectReadGrant": cache_pb2.DirectReadGrantResponse(granted=True, namespace="U1000",
+                                                                  names_key=b"k" * 32, names_key_id="id"),
+    "cache.ClaimBlobGroup": cache_pb2.ClaimBlobGroupResponse(
+        claimed=cache_pb2.BlobClaim(claim_id="ab" * 16, lease_ms=5000, fleet=True)),
+    "cache.ReleaseBlobClaim": cache_pb2.ReleaseBlobClaimResponse(released=True),
     # One member deferred: the client fetches it with GetBlob.
     "cache.GetBlobGroup": cache_pb2.GetBlobGroupResponse(
         found=True, members=[cache_pb2.Blob(name="a.bin", data=b"a")], deferred=["b.bin"]),
@@ -138,7 +150,7 @@ def test_the_clients_build_and_read_no_messages_themselves(module):
         used = {n.func.attr for n in ast.walk(methods[name]) if isinstance(n, ast.Call)
                 and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
                 and n.func.value.id == "_calls"}
-        assert used == ({name, "add_deferred"} if name == "get_blob_group" else {name}), (module.__name__, name)
+        assert used == ({name, "add_deferred"} if name in DEFERRING else {name}), (module.__name__, name)
 
 
 class FakeStub:
@@ -159,7 +171,28 @@ class FakeStub:
         async def call_async(request, timeout, metadata):
             return call(request, timeout, metadata)
 
+        stub, name = rpc.split(".")
+        if stub in SERVICES and SERVICES[stub].methods_by_name[name].server_streaming:
+            return lambda request, timeout, metadata: FakeStream(call(request, timeout, metadata))
         return call_async if self._awaitable else call
+
+
+class FakeStream:
+    """A server-streaming call that answers one message and stays open, as
+    grpc's (next) and grpc.aio's (read) calls do."""
+
+    def __init__(self, response):
+        self._responses = [response]
+        self.cancelled = False
+
+    def __next__(self):
+        return self._responses.pop(0)
+
+    async def read(self):
+        return self._responses.pop(0)
+
+    def cancel(self):
+        self.cancelled = True
 
 
 def _fake(client, awaitable):
@@ -209,7 +242,8 @@ def test_both_clients_send_the_shared_call_and_return_its_result(name, built, tm
     assert sync_built == list(built) and sync_built[0] == name
     assert sync_sent == async_sent and sync_sent
     assert type(sync_result) is type(async_result) and sync_result == async_result
-    assert all(timeout == 12 and metadata == (("authorization", "Bearer t"),) for _, _, timeout, metadata in sync_sent)
+    assert all(timeout == (None if rpc == "cache.ClaimBlobGroup" else 12) and metadata == (("authorization", "Bearer t"),)
+               for rpc, _, timeout, metadata in sync_sent)
 
     # What was sent is what the builder makes, to an RPC the daemon offers
     # with that request type, and the result is the builder's reading of the answer.
@@ -222,6 +256,8 @@ def test_both_clients_send_the_shared_call_and_return_its_result(name, built, tm
         assert RESPONSES[call.rpc].DESCRIPTOR is descriptor.output_type
     if name != "get_blob_group":
         assert sync_result == call.result(RESPONSES[call.rpc])
+    if name in HOLDING:
+        assert sync_result.held and async_result.held, "a claim keeps its call open"
 
 
 def _build(name):

@@ -50,22 +50,37 @@ def assembles(log: Path) -> list:
     return [line for line in log.read_text().splitlines() if line.strip() != "--version"]
 
 
-def run_child(tmp_path: Path, name: str, cache_dir: Path, env: dict) -> dict:
+def start_child(tmp_path: Path, name: str, cache_dir: Path, env: dict):
+    """A triton_child.py process, started; finish_child waits for what it printed."""
     log = tmp_path / ("%s.ptxas.log" % name)
     wrapper_dir = tmp_path / ("%s-bin" % name)
     wrapper_dir.mkdir()
     child_env = dict(os.environ, TRITON_CACHE_DIR=str(cache_dir), TRITON_DEFAULT_FP_FUSION="1",
                      TRITON_HOME=str(tmp_path / "triton-home"), **ptxas_wrappers(wrapper_dir, log), **env)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(CHILD)], env=child_env, capture_output=True, text=True,
-                          timeout=CHILD_SECONDS)
+    process = subprocess.Popen([sys.executable, str(CHILD)], env=child_env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    return process, log, cache_dir, time.perf_counter()
+
+
+def finish_child(started) -> dict:
+    process, log, cache_dir, start = started
+    try:
+        stdout, stderr = process.communicate(timeout=CHILD_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
     wall = time.perf_counter() - start
-    assert done.returncode == 0, done.stderr[-4000:]
-    result = json.loads(done.stdout)
+    assert process.returncode == 0, stderr[-4000:]
+    result = json.loads(stdout)
     result["wall"] = wall
     result["assembles"] = assembles(log)
     result["cache_files"] = sorted(p.name for p in cache_dir.rglob("*") if p.is_file())
     return result
+
+
+def run_child(tmp_path: Path, name: str, cache_dir: Path, env: dict) -> dict:
+    return finish_child(start_child(tmp_path, name, cache_dir, env))
 
 
 def test_a_second_process_gets_every_kernel_from_kjit_and_assembles_nothing(daemon, tmp_path, capsys):
@@ -147,3 +162,23 @@ def test_the_manager_follows_a_restarted_daemon_to_its_new_manifest(tmp_path, mo
         assert manager._direct_reader() is second
     finally:
         d.stop()
+
+
+def test_processes_started_together_assemble_each_kernel_once(daemon, tmp_path):
+    """Three processes, empty caches, the same three kernels at once: one
+    compile per kernel among them (claims), the others wait and get it."""
+    env = {"TRITON_CACHE_MANAGER": "kjit.triton:KjitCacheManager", "KJIT_SOCKET": daemon.socket,
+           "KJIT_TRITON_NAMESPACE": unique("triton-fleet"), "KJIT_TRITON_CLAIM_WAIT": "300"}
+    os.environ.pop("KJIT_ADDRESS", None)
+    import kjit
+    with kjit.Client(daemon.socket) as client:
+        before = client.stats().blobs
+        started = [start_child(tmp_path, "p%d" % i, tmp_path / ("cache-%d" % i), env) for i in range(3)]
+        results = [finish_child(s) for s in started]
+        after = client.stats().blobs
+    total = sum(len(r["assembles"]) for r in results)
+    assert total == 3, [r["assembles"] for r in results]
+    assert after.claims - before.claims == 3, "one claim per kernel"
+    assert after.claims_abandoned == before.claims_abandoned
+    assert all(r["cubins"] == results[0]["cubins"] for r in results)
+    assert all(len([f for f in r["cache_files"] if f.endswith(".cubin")]) == 3 for r in results)

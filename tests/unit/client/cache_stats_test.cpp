@@ -97,15 +97,16 @@ CacheStats sample() {
   s.fleet_waits = 25;
   s.lease_timeouts = 26;
   s.compile_ms_saved = 2712.5;
-  s.blobs = {31, 32, 33, 34, 35, 36, 37, 38, 39};
+  s.blobs = {31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 4300, 44, 45, 46};
   return s;
 }
 
 // What `kjit cache stats` printed when each line was written by hand.
 TEST(ClientCacheStats, TheCliPrintsWhatItPrintedBefore) {
   EXPECT_EQ(cli::cache_stats_json(sample()),
-            R"({"blobs":{"gets":33,"group_gets":37,"group_hits":38,"groups_put":36,"hits":34,"misses":35,)"
-            R"("put_bytes":32,"put_conflicts":39,"puts":31},"compile_ms_saved":2712.5,"compiles":23,"fleet_waits":25,"joined":24,)"
+            R"({"blobs":{"claim_hits":41,"claim_timeouts":44,"claim_wait_ms":4300,"claim_waits":42,"claims":40,)"
+            R"("claims_abandoned":45,"claims_refused":46,"gets":33,"group_gets":37,"group_hits":38,"groups_put":36,)"
+            R"("hits":34,"misses":35,"put_bytes":32,"put_conflicts":39,"puts":31},"compile_ms_saved":2712.5,"compiles":23,"fleet_waits":25,"joined":24,)"
             R"("lease_timeouts":26,"lookups":21,"misses":22,"tiers":[{"answered":10,"bytes":123456789,)"
             R"("corruptions":7,"entries":5,"errors":8,"evictions":6,"hits":101,"misses":2,"puts":3,"skipped":9,)"
             R"("tier":"memory"},{"answered":20,"bytes":14,"corruptions":17,"entries":15,"errors":18,"evictions":16,)"
@@ -116,16 +117,21 @@ TEST(ClientCacheStats, TheCliPrintsWhatItPrintedBefore) {
             "disk           11        12       13           14        15        16          17      37\n"
             "lookups 21, misses 22, compiles 23 (joined 24, waited on other daemons 25), compile time saved 2.7 s\n"
             "client blobs: puts 31 (32 bytes), gets 33 (hits 34, misses 35), groups put 36, group gets 37 (whole 38), "
-            "put_conflicts 39\n");
+            "put_conflicts 39\n"
+            "claims on blob groups: granted 40, answered with the group 41, waits 42 (4.3 s), timed out 44, "
+            "abandoned 45, refused 46\n");
   EXPECT_EQ(cli::cache_stats_json(CacheStats{}),
-            R"({"blobs":{"gets":0,"group_gets":0,"group_hits":0,"groups_put":0,"hits":0,"misses":0,"put_bytes":0,)"
-            R"("put_conflicts":0,"puts":0},"compile_ms_saved":0.0,"compiles":0,"fleet_waits":0,"joined":0,"lease_timeouts":0,)"
+            R"({"blobs":{"claim_hits":0,"claim_timeouts":0,"claim_wait_ms":0,"claim_waits":0,"claims":0,)"
+            R"("claims_abandoned":0,"claims_refused":0,"gets":0,"group_gets":0,"group_hits":0,"groups_put":0,"hits":0,)"
+            R"("misses":0,"put_bytes":0,"put_conflicts":0,"puts":0},"compile_ms_saved":0.0,"compiles":0,"fleet_waits":0,"joined":0,"lease_timeouts":0,)"
             R"("lookups":0,"misses":0,"tiers":[]})");
   EXPECT_EQ(cli::cache_stats_text(CacheStats{}),
             "tier         hits    misses     puts        bytes   entries evictions corruptions  errors\n"
             "lookups 0, misses 0, compiles 0 (joined 0, waited on other daemons 0), compile time saved 0.0 s\n"
             "client blobs: puts 0 (0 bytes), gets 0 (hits 0, misses 0), groups put 0, group gets 0 (whole 0), "
-            "put_conflicts 0\n");
+            "put_conflicts 0\n"
+            "claims on blob groups: granted 0, answered with the group 0, waits 0 (0.0 s), timed out 0, abandoned 0, "
+            "refused 0\n");
 }
 
 // --json carries every counter under its name, from the same table.

@@ -21,21 +21,23 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them; at run tim
                               InvalidArgument, KjitError, NotFound, PermissionDenied, ResourceExhausted,
                               Unauthenticated, Unavailable, Unimplemented)
     from kjit._request import Request, infer_kind  # noqa: F401
-    from kjit._types import (BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus,  # noqa: F401
+    from kjit._types import (BlobClaim, BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus,  # noqa: F401
                              CompileResult, CompileWorkersStatus, ConfigSetting, ConfinementStatus, DaemonStatus, Dim3,
                              ExplainResult, FatbinEntry, FunctionAttribute, GcResult, KernelInfo, KeyComponent,
                              KeyDifference, LaunchAttribute, LaunchPlan, PassTiming, PipelineDescription,
-                             PlanResult, StageTiming, TierStats, VerifyResult)
+                             PlanResult, StageTiming, StoredBlob, StoredGroup, DirectReadGrant, TierStats,
+                             VerifyResult)
 
 # What each public name is imported from, on first use: `import kjit.triton`
 # (Triton's cache manager) then loads gRPC only when it needs the daemon, and
 # not at all when the disk tier serves it directly.
 _ERRORS = ("KjitError", "InvalidArgument", "FailedPrecondition", "NotFound", "ResourceExhausted", "Unavailable",
            "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied", "Cancelled")
-_TYPES = ("BlobGroup", "BlobStats", "CacheListing", "CacheStats", "CompileBoundsStatus", "CompileResult",
+_TYPES = ("BlobClaim", "BlobGroup", "BlobStats", "CacheListing", "CacheStats", "CompileBoundsStatus", "CompileResult",
           "CompileWorkersStatus", "ConfigSetting", "ConfinementStatus", "DaemonStatus", "Dim3", "ExplainResult", "FatbinEntry",
           "FunctionAttribute", "GcResult", "KernelInfo", "KeyComponent", "KeyDifference", "LaunchAttribute",
-          "LaunchPlan", "PassTiming", "PipelineDescription", "PlanResult", "StageTiming", "TierStats", "VerifyResult")
+          "LaunchPlan", "PassTiming", "PipelineDescription", "PlanResult", "StageTiming", "TierStats", "VerifyResult",
+          "StoredBlob", "StoredGroup", "DirectReadGrant")
 _SOURCES = {"Client": "kjit._client", "Request": "kjit._request", "infer_kind": "kjit._request",
             "default_address": "kjit._address", "default_socket_path": "kjit._address",
             "DirectReader": "kjit._direct"}
@@ -66,7 +68,8 @@ __all__ = [
     "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied", "Cancelled",
     "CompileResult", "KernelInfo", "Dim3", "StageTiming", "PassTiming", "KeyComponent", "FatbinEntry",
     "PipelineDescription", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
-    "CacheStats", "TierStats", "BlobStats", "BlobGroup", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
+    "CacheStats", "TierStats", "BlobStats", "BlobGroup", "BlobClaim", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
     "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "ConfigSetting", "DirectReader",
+    "StoredBlob", "StoredGroup", "DirectReadGrant",
     "aio",
 ]

@@ -11,8 +11,9 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from kjit import _health
 from kjit._request import Request, explain_request, parse_kind, plan_request
-from kjit._types import (BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, ExplainResult, GcResult,
-                         PipelineDescription, PlanResult, VerifyResult, convert)
+from kjit._types import (BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
+                         ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
+                         VerifyResult, convert)
 from kjit.v1 import cache_pb2, compiler_pb2, diagnostics_pb2
 
 
@@ -87,7 +88,8 @@ def cache_verify() -> Call:
 def put_blob(namespace, key, name, data) -> Call:
     data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     request = cache_pb2.PutBlobRequest(namespace=namespace, key=key, name=name, data=data)
-    return Call("cache.PutBlob", request, lambda response: response.cache_key)
+    return Call("cache.PutBlob", request,
+                lambda response: StoredBlob(response.cache_key, response.already_stored, response.conflict))
 
 
 def get_blob(namespace, key, name) -> Call:
@@ -97,7 +99,7 @@ def get_blob(namespace, key, name) -> Call:
 
 def put_blob_group(namespace, key, group, names: Sequence[str]) -> Call:
     request = cache_pb2.PutBlobGroupRequest(namespace=namespace, key=key, group=group, names=list(names))
-    return Call("cache.PutBlobGroup", request, _nothing)
+    return Call("cache.PutBlobGroup", request, _read(StoredGroup))
 
 
 def get_blob_group(namespace, key, group) -> Call:
@@ -105,6 +107,34 @@ def get_blob_group(namespace, key, group) -> Call:
     answer size) are then fetched with get_blob and merged by add_deferred."""
     request = cache_pb2.GetBlobGroupRequest(namespace=namespace, key=key, group=group)
     return Call("cache.GetBlobGroup", request, _read(BlobGroup))
+
+
+def direct_read_grant() -> Call:
+    return Call("cache.GetDirectReadGrant", cache_pb2.DirectReadGrantRequest(), _read(DirectReadGrant))
+
+
+def claim_blob_group(namespace, key, group, wait) -> Call:
+    """The call's first message; the clients keep the call open in the
+    BlobClaim while it holds a claim."""
+    request = cache_pb2.ClaimBlobGroupRequest(namespace=namespace, key=key, group=group,
+                                              wait_ms=max(0, min(int(wait * 1000), 2**32 - 1)))
+    return Call("cache.ClaimBlobGroup", request, _read_claim)
+
+
+def _read_claim(response) -> BlobClaim:
+    answer = response.WhichOneof("answer")
+    if answer == "group":
+        return BlobClaim(outcome="hit", group=convert(BlobGroup, response.group))
+    if answer == "claimed":
+        claim = convert(BlobClaim, response.claimed)
+        claim.outcome = "claimed"
+        return claim
+    return BlobClaim(outcome="timed-out")
+
+
+def release_blob_claim(claim_id, failed) -> Call:
+    request = cache_pb2.ReleaseBlobClaimRequest(claim_id=claim_id, failed=failed)
+    return Call("cache.ReleaseBlobClaim", request, lambda response: response.released)
 
 
 def add_deferred(result: BlobGroup, fetched: Mapping[str, Optional[bytes]]) -> BlobGroup:

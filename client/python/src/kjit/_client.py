@@ -1,16 +1,18 @@
 """The blocking client."""
 
 import os
+import threading
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
 import grpc
 
 from kjit import _calls, _health
-from kjit._errors import from_rpc_error
+from kjit._errors import DeadlineExceeded, Internal, from_rpc_error
 from kjit._request import (CHANNEL_OPTIONS, DEFAULT_TIMEOUT, Source, call_metadata, channel_credentials,
                            channel_target, default_address)
-from kjit._types import (BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, ExplainResult, GcResult,
-                         PipelineDescription, PlanResult, VerifyResult)
+from kjit._types import (BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
+                         ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
+                         VerifyResult)
 from kjit.v1 import cache_pb2_grpc, compiler_pb2_grpc, diagnostics_pb2_grpc, launch_pb2_grpc
 
 
@@ -46,6 +48,25 @@ class _Base:
         timeout = self.timeout if timeout is None else timeout
         return getattr(self._stubs[stub], method)(call.request, timeout=timeout, metadata=self._metadata)
 
+    def _open(self, call: _calls.Call):
+        """Starts a call that stays open while it holds what its first message
+        answered (a claim): no deadline on the call itself."""
+        stub, method = call.rpc.split(".")
+        return getattr(self._stubs[stub], method)(call.request, timeout=None, metadata=self._metadata)
+
+    def _answer_bound(self, wait: float, timeout) -> Optional[float]:
+        """How long to wait for such a call's first message: its own wait and the timeout."""
+        timeout = self.timeout if timeout is None else timeout
+        return None if timeout is None else max(0.0, wait) + timeout
+
+    @staticmethod
+    def _unanswered(bound: Optional[float]) -> DeadlineExceeded:
+        return DeadlineExceeded(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer within %.1f s" % bound)
+
+    @staticmethod
+    def _ended() -> Internal:
+        return Internal(grpc.StatusCode.INTERNAL, "the call ended without an answer")
+
     def __repr__(self):
         return "%s(%r)" % (type(self).__name__, self.address)
 
@@ -70,6 +91,36 @@ class Client(_Base):
         except grpc.RpcError as error:
             raise from_rpc_error(error) from None
         return call.result(response)
+
+    def _hold(self, call: _calls.Call, wait: float, timeout):
+        """A claim call's answer; a claim keeps its call open (BlobClaim)."""
+        stream = self._open(call)
+        bound = self._answer_bound(wait, timeout)
+        unanswered = threading.Event()
+
+        def give_up():
+            unanswered.set()
+            stream.cancel()
+
+        guard = threading.Timer(bound, give_up) if bound is not None else None
+        if guard is not None:
+            guard.daemon = True
+            guard.start()
+        try:
+            response = next(stream)
+        except grpc.RpcError as error:
+            if unanswered.is_set():
+                raise self._unanswered(bound) from None
+            raise from_rpc_error(error) from None
+        except StopIteration:
+            raise self._ended() from None
+        finally:
+            if guard is not None:
+                guard.cancel()
+        result = call.result(response)
+        if result.outcome == "claimed":
+            result._call = stream
+        return result
 
     def compile(self, source: Source, target: Union[str, Sequence[str], None] = None, kind: Any = None,
                 headers: Optional[Mapping[str, Any]] = None, options: Union[str, Sequence[str], None] = None,
@@ -127,10 +178,11 @@ class Client(_Base):
         return self._send(_calls.cache_verify(), timeout)
 
     def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *,
-                 timeout: Optional[float] = None) -> str:
+                 timeout: Optional[float] = None) -> StoredBlob:
         """Stores data (str is stored as UTF-8) under (namespace, key, name) in the
         daemon's cache tiers; returns the cache key it lives under, as cache_list
-        shows it. Fields: 1 to 256 bytes; name has no '/', '..' or control character."""
+        shows it (a str, with already_stored and conflict: the first writer
+        wins). Fields: 1 to 256 bytes; name has no '/', '..' or control character."""
         return self._send(_calls.put_blob(namespace, key, name, data), timeout)
 
     def get_blob(self, namespace: str, key: str, name: str, *, timeout: Optional[float] = None) -> Optional[bytes]:
@@ -138,9 +190,10 @@ class Client(_Base):
         return self._send(_calls.get_blob(namespace, key, name), timeout)
 
     def put_blob_group(self, namespace: str, key: str, group: str, names: Sequence[str], *,
-                       timeout: Optional[float] = None) -> None:
+                       timeout: Optional[float] = None) -> StoredGroup:
         """Records names (blobs under namespace and key, put first) as a group;
-        groups and blobs are apart, so group may be a member's name."""
+        groups and blobs are apart, so group may be a member's name. The first
+        writer wins, as for put_blob."""
         return self._send(_calls.put_blob_group(namespace, key, group, names), timeout)
 
     def get_blob_group(self, namespace: str, key: str, group: str, *,
@@ -150,6 +203,32 @@ class Client(_Base):
         result = self._send(_calls.get_blob_group(namespace, key, group), timeout)
         fetched = {name: self.get_blob(namespace, key, name, timeout=timeout) for name in result.deferred}
         return _calls.add_deferred(result, fetched)
+
+    def claim_blob_group(self, namespace: str, key: str, group: str, wait: float = 0.0, *,
+                         timeout: Optional[float] = None) -> BlobClaim:
+        """The group, or its claim: for a client that compiles for itself, one
+        compile per group across every caller of its cache namespace (and the
+        daemons sharing a Redis tier). Waits at most wait seconds while another
+        caller holds the claim (the daemon's [limits] max_claim_wait_ms bounds
+        it), then answers "hit" (the group, put meanwhile), "claimed" (compile,
+        then put_blob and put_blob_group, which end the claim), or "timed-out".
+        The claim is given up when the BlobClaim is cancelled or dropped.
+        ResourceExhausted past the daemon's bounds on waiters: compile without one."""
+        result = self._hold(_calls.claim_blob_group(namespace, key, group, wait), wait, timeout)
+        if result.group is not None and result.group.deferred:
+            fetched = {name: self.get_blob(namespace, key, name, timeout=timeout) for name in result.group.deferred}
+            _calls.add_deferred(result.group, fetched)
+        return result
+
+    def release_blob_claim(self, claim_id: str, failed: bool = False, *, timeout: Optional[float] = None) -> bool:
+        """Gives up the claim claim_id (failed: its compile failed); False when
+        it had ended already (its group put, say)."""
+        return self._send(_calls.release_blob_claim(claim_id, failed), timeout)
+
+    def direct_read_grant(self, *, timeout: Optional[float] = None) -> DirectReadGrant:
+        """What this caller needs to read its own blobs from the daemon's
+        disk tier itself (kjit.DirectReader); only on the daemon's unix socket."""
+        return self._send(_calls.direct_read_grant(), timeout)
 
     def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """grpc.health.v1 Check: "SERVING" when the daemon serves."""

@@ -253,6 +253,13 @@ class BlobStats:
     group_gets: int = 0
     group_hits: int = 0  # every member found
     put_conflicts: int = 0  # puts that found other bytes stored under their identity: the first stays
+    claims: int = 0            # claims on groups granted: the caller compiles
+    claim_hits: int = 0        # claim calls answered with the group
+    claim_waits: int = 0       # claim calls that waited while another caller held the claim
+    claim_wait_ms: int = 0     # the time those waits took, together
+    claim_timeouts: int = 0    # claim calls that waited their whole bound
+    claims_abandoned: int = 0  # claims that ended without their group: failed, released, holder gone
+    claims_refused: int = 0    # claim calls over a bound on waiters or claims
     _proto: ClassVar[str] = "kjit.v1.BlobStats"
 
 
@@ -294,6 +301,88 @@ class BlobGroup:
     def complete(self) -> bool:
         """The group exists and every member was found."""
         return self.found and not self.missing and not self.deferred
+
+
+@dataclass
+class BlobClaim:
+    """claim_blob_group's answer. outcome is "hit" (group: another caller
+    compiled it), "claimed" (compile, then put the members and the group,
+    which ends the claim), or "timed-out" (another caller held the claim for
+    the whole wait: compile without one).
+
+    A claim is held while the call that took it stays open: cancel() (or
+    leaving a `with` block, or dropping this object) gives it up at once, so
+    the next waiter compiles; release_blob_claim(claim_id, failed=True) does
+    the same by id. A daemon that dies holding it keeps others out for at
+    most lease_ms. fleet: held across the daemons sharing a Redis tier."""
+    outcome: str = "timed-out"
+    group: Optional[BlobGroup] = None
+    claim_id: str = ""
+    lease_ms: int = 0
+    fleet: bool = False
+    _call: object = field(default=None, repr=False, compare=False)
+    _proto: ClassVar[str] = "kjit.v1.BlobClaim"  # the fields of the answer `claimed`
+
+    @property
+    def held(self) -> bool:
+        """Claimed and not given up here (a put of the group ends the claim
+        in the daemon, whatever this says)."""
+        return self.outcome == "claimed" and self._call is not None
+
+    def cancel(self) -> None:
+        """Ends the call that holds the claim (nothing for a hit or a timeout):
+        the claim goes to the next waiter. No round trip; safe from any thread."""
+        call, self._call = self._call, None
+        if call is not None:
+            call.cancel()
+
+    def __enter__(self) -> "BlobClaim":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cancel()
+
+
+class StoredBlob(str):
+    """put_blob's answer: the cache key the blob lives under, as cache_list
+    shows it (a str). The first writer of an identity wins: already_stored
+    says this put found the identity stored and changed nothing, conflict
+    that the stored bytes differ from this put's, which were dropped."""
+    already_stored: bool
+    conflict: bool
+
+    def __new__(cls, cache_key: str = "", already_stored: bool = False, conflict: bool = False):
+        stored = super().__new__(cls, cache_key)
+        stored.already_stored = already_stored
+        stored.conflict = conflict
+        return stored
+
+    def __repr__(self):
+        return "StoredBlob(%s, already_stored=%r, conflict=%r)" % (str.__repr__(self), self.already_stored,
+                                                                    self.conflict)
+
+
+@dataclass
+class StoredGroup:
+    """put_blob_group's answer: as StoredBlob's, for the group's names."""
+    already_stored: bool = False
+    conflict: bool = False
+    _proto: ClassVar[str] = "kjit.v1.PutBlobGroupResponse"
+
+
+@dataclass
+class DirectReadGrant:
+    """What this caller needs to read its own blobs from the daemon's disk
+    tier without an RPC (kjit.DirectReader keeps it for later processes):
+    granted, the namespace its blobs are in, and the key naming their files
+    (empty for the operator, whose files are named plainly), for the names
+    secret names_key_id; reason says why not when granted is False."""
+    granted: bool = False
+    namespace: str = field(default="", metadata={"proto": "namespace"})
+    names_key: bytes = field(default=b"", repr=False)
+    names_key_id: str = ""
+    reason: str = ""
+    _proto: ClassVar[str] = "kjit.v1.DirectReadGrantResponse"
 
 
 @dataclass
@@ -400,7 +489,7 @@ class DaemonStatus:
 
 RESULT_TYPES = (
     Dim3, KernelInfo, PassTiming, StageTiming, KeyComponent, FatbinEntry, CompileResult, PipelineDescription,
-    FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, CacheStats, BlobGroup,
+    FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, CacheStats, BlobGroup, BlobClaim,
     CacheListing, GcResult,
     VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
     ConfigSetting, DaemonStatus,

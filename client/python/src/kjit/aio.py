@@ -6,6 +6,7 @@
 Create it inside the event loop it is used from.
 """
 
+import asyncio
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
 import grpc
@@ -15,8 +16,9 @@ from kjit import _calls
 from kjit._client import _Base
 from kjit._errors import from_rpc_error
 from kjit._request import Source
-from kjit._types import (BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, ExplainResult, GcResult,
-                         PipelineDescription, PlanResult, VerifyResult)
+from kjit._types import (BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
+                         ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
+                         VerifyResult)
 
 __all__ = ["Client"]
 
@@ -33,6 +35,24 @@ class Client(_Base):
         except grpc.RpcError as error:
             raise from_rpc_error(error) from None
         return call.result(response)
+
+    async def _hold(self, call: _calls.Call, wait: float, timeout):
+        """See kjit.Client._hold."""
+        stream = self._open(call)
+        bound = self._answer_bound(wait, timeout)
+        try:
+            response = await asyncio.wait_for(stream.read(), bound)
+        except asyncio.TimeoutError:
+            stream.cancel()
+            raise self._unanswered(bound) from None
+        except grpc.RpcError as error:
+            raise from_rpc_error(error) from None
+        if response is grpc.aio.EOF:
+            raise self._ended()
+        result = call.result(response)
+        if result.outcome == "claimed":
+            result._call = stream
+        return result
 
     async def compile(self, source: Source, target: Union[str, Sequence[str], None] = None, kind: Any = None,
                       headers: Optional[Mapping[str, Any]] = None, options: Union[str, Sequence[str], None] = None,
@@ -83,7 +103,7 @@ class Client(_Base):
         return await self._send(_calls.cache_verify(), timeout)
 
     async def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *,
-                       timeout: Optional[float] = None) -> str:
+                       timeout: Optional[float] = None) -> StoredBlob:
         """See kjit.Client.put_blob."""
         return await self._send(_calls.put_blob(namespace, key, name, data), timeout)
 
@@ -93,7 +113,7 @@ class Client(_Base):
         return await self._send(_calls.get_blob(namespace, key, name), timeout)
 
     async def put_blob_group(self, namespace: str, key: str, group: str, names: Sequence[str], *,
-                             timeout: Optional[float] = None) -> None:
+                             timeout: Optional[float] = None) -> StoredGroup:
         """See kjit.Client.put_blob_group."""
         return await self._send(_calls.put_blob_group(namespace, key, group, names), timeout)
 
@@ -103,6 +123,25 @@ class Client(_Base):
         result = await self._send(_calls.get_blob_group(namespace, key, group), timeout)
         fetched = {name: await self.get_blob(namespace, key, name, timeout=timeout) for name in result.deferred}
         return _calls.add_deferred(result, fetched)
+
+    async def claim_blob_group(self, namespace: str, key: str, group: str, wait: float = 0.0, *,
+                               timeout: Optional[float] = None) -> BlobClaim:
+        """See kjit.Client.claim_blob_group."""
+        result = await self._hold(_calls.claim_blob_group(namespace, key, group, wait), wait, timeout)
+        if result.group is not None and result.group.deferred:
+            fetched = {name: await self.get_blob(namespace, key, name, timeout=timeout)
+                       for name in result.group.deferred}
+            _calls.add_deferred(result.group, fetched)
+        return result
+
+    async def release_blob_claim(self, claim_id: str, failed: bool = False, *,
+                                 timeout: Optional[float] = None) -> bool:
+        """See kjit.Client.release_blob_claim."""
+        return await self._send(_calls.release_blob_claim(claim_id, failed), timeout)
+
+    async def direct_read_grant(self, *, timeout: Optional[float] = None) -> DirectReadGrant:
+        """See kjit.Client.direct_read_grant."""
+        return await self._send(_calls.direct_read_grant(), timeout)
 
     async def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """See kjit.Client.health."""

@@ -19,6 +19,14 @@ Blobs live in kjitd under namespace "triton" ($KJIT_TRITON_NAMESPACE), key
 Triton's own cache key (which covers Triton's version, its backends, the
 source, the options and the target), name Triton's file name.
 
+One compile per kernel: processes started together (or daemons sharing a
+Redis tier) would each compile every kernel they all miss. A miss takes the
+kernel's claim in kjitd (kjit.Client.claim_blob_group) or waits for the
+process holding it, at most $KJIT_TRITON_CLAIM_WAIT seconds (default 600;
+0: no claims), and gets the kernel it compiled. The claim is kept only while
+the compile that took it runs (kjit._claims): a compile that raises, a
+process that exits or is killed, hands it to the next waiter at once.
+
 On the same host, a daemon with a disk tier publishes where it is
 (kjit._direct): what is there is read directly, without an RPC, and gRPC is
 loaded only for what is not (a miss, a store, a Redis-only entry). A token
@@ -28,13 +36,14 @@ as does a TCP address ($KJIT_ADDRESS, with $KJIT_TLS_CA for TLS).
 
 import logging
 import os
+import sys
 import threading
 import time
 from typing import Dict, Optional
 
 from triton.runtime.cache import CacheManager, FileCacheManager
 
-from kjit._direct import DirectReader
+from kjit._direct import DirectReader, remember_grant
 
 __all__ = ["KjitCacheManager"]
 
@@ -63,6 +72,15 @@ def _namespace() -> str:
     return os.environ.get("KJIT_TRITON_NAMESPACE", "triton")
 
 
+def _claim_wait() -> float:
+    """Seconds a miss waits for another process's compile of the same kernel:
+    long enough for a big kernel, never forever; 0 (or less) takes no claims."""
+    try:
+        return float(os.environ.get("KJIT_TRITON_CLAIM_WAIT", "600"))
+    except ValueError:
+        return 600.0
+
+
 def _token() -> Optional[str]:
     return os.environ.get("KJIT_TOKEN") or None
 
@@ -70,7 +88,7 @@ def _token() -> Optional[str]:
 def _shared_client():
     """One client per process: a gRPC channel does not survive fork, so a
     child (a compile worker pool, say) makes its own."""
-    global _client, _client_pid
+    global _client, _client_pid, _direct_checked
     if time.monotonic() < _down_until:
         return None
     with _lock:
@@ -78,6 +96,10 @@ def _shared_client():
             from kjit._client import Client  # noqa: PLC0415  (gRPC only when needed)
             _client = Client(token=_token(), tls_ca=os.environ.get("KJIT_TLS_CA") or None, timeout=_TIMEOUT)
             _client_pid = os.getpid()
+            # Connected anyway: a user's grant lets its later processes (and
+            # this one) read its blobs without connecting.
+            if remember_grant(_client, token=_token()) and _direct is None:
+                _direct_checked = 0.0
         return _client
 
 
@@ -192,7 +214,8 @@ class KjitCacheManager(CacheManager):
         if members is None:
             if direct is not None:
                 _direct_missed(direct)
-            members = self._remote_group(filename)
+            # Triton's compile calls this; the claim lives while compile's caller waits on it.
+            members = self._claim_or_fetch(filename, sys._getframe(2))
         # The names become paths in the local directory: only plain file names.
         if members is None or any(not _is_file_name(name) for name in members):
             return None
@@ -221,6 +244,30 @@ class KjitCacheManager(CacheManager):
             raise
         return path
 
+    def _claim_or_fetch(self, filename: str, compiling) -> Optional[Dict[str, bytes]]:
+        """The group from kjitd, after waiting for another process's compile
+        of it if one runs; None (compile it) with the claim taken, after the
+        wait, or when claims cannot be had."""
+        wait = _claim_wait()
+        client = self._remote(filename)
+        if client is None or wait <= 0:
+            return self._remote_group(filename)
+        from kjit._claims import holder  # noqa: PLC0415
+        from kjit._errors import KjitError, ResourceExhausted, Unimplemented  # noqa: PLC0415
+        try:
+            claim = client.claim_blob_group(_namespace(), self.key, filename, wait)
+        except (ResourceExhausted, Unimplemented):
+            # Too many waiting, or a daemon without claims: as before claims.
+            return self._remote_group(filename)
+        except KjitError as error:
+            _failed(error)
+            return None
+        if claim.outcome == "hit":
+            return claim.group.members if claim.group.complete else None
+        if claim.outcome == "claimed":
+            holder.hold((_namespace(), self.key, filename), claim, compiling)
+        return None
+
     def _remote_group(self, filename: str) -> Optional[Dict[str, bytes]]:
         client = self._remote(filename)
         if client is None:
@@ -244,4 +291,7 @@ class KjitCacheManager(CacheManager):
                 client.put_blob_group(_namespace(), self.key, filename, list(group))
             except KjitError as error:
                 _failed(error)
+        # The put ended this kernel's claim in kjitd (or, failed, gives it up).
+        if "kjit._claims" in sys.modules:
+            sys.modules["kjit._claims"].holder.finish((_namespace(), self.key, filename))
         return path
