@@ -290,15 +290,18 @@ elif out=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); imp
   fi
   other_home=$(mktemp -d "$work/home-10002.XXXXXX")
   chown 10002:10001 "$other_home"
-  out=$(setpriv --reuid=10002 --regid=10001 --clear-groups env PYTHONPATH="$pylib" XDG_CACHE_HOME="$other_home" \
-          /usr/bin/python3 scripts/container-test/blob_reader.py "$socket" read ctest k1 kernel.cubin 6b6a69742d646972656374 2>&1 || true)
+  # blob_reader.py as uid 10002 (of the socket's group), with a cache directory of its own.
+  as_other_user() {
+    setpriv --reuid=10002 --regid=10001 --clear-groups env PYTHONPATH="$pylib" XDG_CACHE_HOME="$other_home" \
+      /usr/bin/python3 scripts/container-test/blob_reader.py "$socket" "$@" 2>&1 || true
+  }
+  out=$(as_other_user read ctest k1 kernel.cubin 6b6a69742d646972656374)
   if [[ $out == *'"how": "grpc", "same_bytes": false, "direct_reader": false'* ]]; then
     say "another user of the socket's group had no direct reader and did not get the operator's blob: $out"
   else
     fail "another user of the socket's group reached the operator's blob: $out"
   fi
-  out=$(setpriv --reuid=10002 --regid=10001 --clear-groups env PYTHONPATH="$pylib" XDG_CACHE_HOME="$other_home" \
-          /usr/bin/python3 scripts/container-test/blob_reader.py "$socket" own ctest k1 kernel.cubin 6f776e 2>&1 || true)
+  out=$(as_other_user own ctest k1 kernel.cubin 6f776e)
   if [[ $out == *'"how": "direct", "same_bytes": true, "granted": true'* ]]; then
     say "that user, granted by the daemon, read its own blob from the disk tier: $out"
   else
