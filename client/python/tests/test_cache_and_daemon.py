@@ -112,3 +112,12 @@ def test_an_absent_daemon_is_unavailable(tmp_path):
         with pytest.raises(kjit.Unavailable) as caught:
             client.health()
     assert caught.value.code.name == "UNAVAILABLE"
+
+
+def test_the_operator_reloads_the_configuration(client):
+    # Nothing changed since the start: a reload puts nothing new in force
+    # that needs a restart, and the daemon serves on.
+    result = client.reload()
+    assert isinstance(result, kjit.ReloadResult)
+    assert result.needs_restart == []
+    assert client.health() == "SERVING"

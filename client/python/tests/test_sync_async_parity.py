@@ -59,6 +59,7 @@ ARGUMENTS = {
     "health": ((), {}),
     "status": ((), {}),
     "echo": ((b"ping",), {}),
+    "reload": ((), {}),
 }
 
 # What the fake daemon answers, per "<stub>.<Method>".
@@ -88,6 +89,8 @@ RESPONSES = {
     "health.Check": _health.HealthCheckResponse(status=1),
     "diagnostics.GetStatus": diagnostics_pb2.GetStatusResponse(version="9.9"),
     "diagnostics.Echo": diagnostics_pb2.EchoResponse(payload=b"ping"),
+    "diagnostics.Reload": diagnostics_pb2.ReloadResponse(reloaded=["tenants", "log_level"],
+                                                         needs_restart=["cache.memory_bytes"]),
 }
 
 SERVICES = {"compiler": compiler_pb2.DESCRIPTOR.services_by_name["Compiler"],

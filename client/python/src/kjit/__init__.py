@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them; at run tim
                               InvalidArgument, KjitError, NotFound, PermissionDenied, ResourceExhausted,
                               Unauthenticated, Unavailable, Unimplemented)
     from kjit._request import Request, infer_kind  # noqa: F401
-    from kjit._types import (BlobClaim, BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus,  # noqa: F401
+    from kjit._types import (ReloadResult,  # noqa: F401
+                             BlobClaim, BlobGroup, BlobStats, CacheListing, CacheStats, CompileBoundsStatus,  # noqa: F401
                              CompileResult, CompileWorkersStatus, ConfigSetting, ConfinementStatus, DaemonStatus, Dim3,
                              ExplainResult, FatbinEntry, FunctionAttribute, GcResult, KernelInfo, KeyComponent,
                              KeyDifference, LaunchAttribute, LaunchPlan, PassTiming, PipelineDescription,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them; at run tim
 # not at all when the disk tier serves it directly.
 _ERRORS = ("KjitError", "InvalidArgument", "FailedPrecondition", "NotFound", "ResourceExhausted", "Unavailable",
            "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied", "Cancelled")
-_TYPES = ("BlobClaim", "BlobGroup", "BlobStats", "CacheListing", "CacheStats", "CompileBoundsStatus", "CompileResult",
+_TYPES = ("ReloadResult", "BlobClaim", "BlobGroup", "BlobStats", "CacheListing", "CacheStats", "CompileBoundsStatus", "CompileResult",
           "CompileWorkersStatus", "ConfigSetting", "ConfinementStatus", "DaemonStatus", "Dim3", "ExplainResult", "FatbinEntry",
           "FunctionAttribute", "GcResult", "KernelInfo", "KeyComponent", "KeyDifference", "LaunchAttribute",
           "LaunchPlan", "PassTiming", "PipelineDescription", "PlanResult", "StageTiming", "TierStats", "VerifyResult",
@@ -69,7 +70,7 @@ __all__ = [
     "CompileResult", "KernelInfo", "Dim3", "StageTiming", "PassTiming", "KeyComponent", "FatbinEntry",
     "PipelineDescription", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
     "CacheStats", "TierStats", "BlobStats", "BlobGroup", "BlobClaim", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
-    "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "ConfigSetting", "DirectReader",
+    "ReloadResult", "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "ConfigSetting", "DirectReader",
     "StoredBlob", "StoredGroup", "DirectReadGrant",
     "aio",
 ]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from kjit import _health
 from kjit._request import Request, explain_request, parse_kind, plan_request
-from kjit._types import (BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
+from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
                          ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
                          VerifyResult, convert)
 from kjit.v1 import cache_pb2, compiler_pb2, diagnostics_pb2
@@ -157,6 +157,10 @@ def health(service) -> Call:
 
 def status() -> Call:
     return Call("diagnostics.GetStatus", diagnostics_pb2.GetStatusRequest(), _read(DaemonStatus))
+
+
+def reload() -> Call:
+    return Call("diagnostics.Reload", diagnostics_pb2.ReloadRequest(), _read(ReloadResult))
 
 
 def echo(payload) -> Call:

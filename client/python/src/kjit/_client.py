@@ -10,7 +10,7 @@ from kjit import _calls, _health
 from kjit._errors import DeadlineExceeded, Internal, from_rpc_error
 from kjit._request import (CHANNEL_OPTIONS, DEFAULT_TIMEOUT, Source, call_metadata, channel_credentials,
                            channel_target, default_address)
-from kjit._types import (BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
+from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
                          ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
                          VerifyResult)
 from kjit.v1 import cache_pb2_grpc, compiler_pb2_grpc, diagnostics_pb2_grpc, launch_pb2_grpc
@@ -237,6 +237,14 @@ class Client(_Base):
     def status(self, *, timeout: Optional[float] = None) -> DaemonStatus:
         """The daemon's version, how compiles are confined and bounded."""
         return self._send(_calls.status(), timeout)
+
+    def reload(self, *, timeout: Optional[float] = None) -> ReloadResult:
+        """The operator's (PermissionDenied for anyone else): kjitd reads its
+        configuration, tenants and TLS files again, as on SIGHUP. A refused
+        reload (a file that does not parse, a certificate that does not match
+        its key) raises InvalidArgument or FailedPrecondition, and the daemon
+        serves on as before."""
+        return self._send(_calls.reload(), timeout)
 
     def echo(self, payload: bytes = b"", *, timeout: Optional[float] = None) -> bytes:
         return self._send(_calls.echo(payload), timeout)

@@ -477,6 +477,16 @@ class ConfigSetting:
 
 
 @dataclass
+class ReloadResult:
+    """What Client.reload put in force: what was read again ("tenants",
+    "tls", "log_file", and changed keys that apply at once), and the changed
+    keys whose new value waits for a restart. A refused reload raises."""
+    reloaded: List[str] = _strings()
+    needs_restart: List[str] = _strings()
+    _proto: ClassVar[str] = "kjit.v1.ReloadResponse"
+
+
+@dataclass
 class DaemonStatus:
     version: str = ""
     confinement: ConfinementStatus = _message(ConfinementStatus)

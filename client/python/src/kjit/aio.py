@@ -16,7 +16,7 @@ from kjit import _calls
 from kjit._client import _Base
 from kjit._errors import from_rpc_error
 from kjit._request import Source
-from kjit._types import (BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
+from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
                          ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
                          VerifyResult)
 
@@ -150,6 +150,10 @@ class Client(_Base):
     async def status(self, *, timeout: Optional[float] = None) -> DaemonStatus:
         """See kjit.Client.status."""
         return await self._send(_calls.status(), timeout)
+
+    async def reload(self, *, timeout: Optional[float] = None) -> ReloadResult:
+        """See kjit.Client.reload."""
+        return await self._send(_calls.reload(), timeout)
 
     async def echo(self, payload: bytes = b"", *, timeout: Optional[float] = None) -> bytes:
         return await self._send(_calls.echo(payload), timeout)
