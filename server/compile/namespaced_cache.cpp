@@ -1,7 +1,5 @@
 #include "server/compile/namespaced_cache.h"
 
-#include <algorithm>
-
 namespace kjit {
 namespace {
 
@@ -32,10 +30,12 @@ NamespacedKey split_namespaced_key(std::string_view stored) {
   NamespacedKey out{{}, stored.substr(0, marker)};
   if (marker != std::string_view::npos) out.ns = stored.substr(marker + k_namespace_marker.size());
   // Nor do they end in "-c" and 32 hex digits: that is a tag.
-  const size_t tag = out.key.size() - std::min(out.key.size(), k_tag_marker.size() + k_tag_digits);
-  if (out.key.size() > k_tag_marker.size() + k_tag_digits && out.key.substr(tag, k_tag_marker.size()) == k_tag_marker &&
-      out.key.substr(tag + k_tag_marker.size()).find_first_not_of("0123456789abcdef") == std::string_view::npos) {
-    out.key = out.key.substr(0, tag);
+  constexpr size_t tag_size = k_tag_marker.size() + k_tag_digits;
+  if (out.key.size() <= tag_size) return out;
+  const std::string_view tag = out.key.substr(out.key.size() - tag_size);
+  if (tag.starts_with(k_tag_marker) &&
+      tag.substr(k_tag_marker.size()).find_first_not_of("0123456789abcdef") == std::string_view::npos) {
+    out.key.remove_suffix(tag_size);
     out.tagged = true;
   }
   return out;
