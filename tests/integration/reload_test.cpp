@@ -282,16 +282,22 @@ TEST_F(CertificateRotationTest, NewConnectionsGetTheNewCertificateWhileCallsGoOn
         errors.push_back(outcome.error);
       }
     });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Calls going on before the rotation, and after it.
+  // (Checked once the clients are joined: a failed assertion must not leave them running.)
+  const bool calling_before = eventually([&] { return calls.load() >= 10; }, std::chrono::seconds(60));
   serve("b");
   const auto signalled = Clock::now();
   daemon_->signal(SIGHUP);
   const bool rotated =
       eventually([&] { return presented() == "kjitd-b"; }, std::chrono::seconds(15), std::chrono::milliseconds(20));
   const double rotated_ms = std::chrono::duration<double, std::milli>(Clock::now() - signalled).count();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const int calls_at_rotation = calls.load();
+  const bool calling_after =
+      eventually([&] { return calls.load() >= calls_at_rotation + 20; }, std::chrono::seconds(60));
   stop = true;
   for (std::thread& client : clients) client.join();
+  EXPECT_TRUE(calling_before) << "the clients made no calls before the rotation";
+  EXPECT_TRUE(calling_after) << "the clients made too few calls after the rotation";
   ASSERT_TRUE(rotated) << "new connections still get certificate a";
   std::printf("SIGHUP to the new certificate on a new connection: %.0f ms; %d calls, %d failed\n", rotated_ms,
               calls.load(), failed.load());
