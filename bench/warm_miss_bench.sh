@@ -8,7 +8,7 @@
 #   bench/warm_miss_bench.sh [--reps N]
 #
 # Needs build/bin/kjit and kjitd (built; this does not build them), the CUDA
-# toolkit and a C compiler; no GPU. About 1 min per rep on 2 cores.
+# toolkit and a C compiler; no GPU. About 1.5 min per rep on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for b in "${KJIT:-build/bin/kjit}" "${KJITD:-build/bin/kjitd}"; do

@@ -145,11 +145,6 @@ Status Daemon::start() {
   // A manifest left by a daemon that died describes a socket no longer served.
   remove_direct_read_manifest(socket_path_);
 
-  auto pipeline = make_compile_pipeline(config_);
-  if (!pipeline) return pipeline.error();
-  for (const LoadedPlugin& plugin : (*pipeline)->plugins())
-    spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
-                 plugin.passes.size(), plugin.edits.size());
   if (config_.compile_workers > 0 && !worker_launch_.command.empty()) {
     Result<std::string> confinement = check_worker_confinement(config_);
     if (!confinement) return confinement.error();
@@ -158,10 +153,21 @@ Status Daemon::start() {
         worker_launch_, config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s), config_.compile_bounds});
     spdlog::info("compiles run in up to {} worker process(es), {} s each at most; {}", config_.compile_workers,
                  config_.compile_timeout_s, confinement_);
+    // Workers start first, before the daemon's own toolkit discovery and
+    // listeners: starting one (loading the binary and its toolchains,
+    // confining itself) takes longer than the rest of the daemon's start,
+    // so a compile sent the moment the daemon serves finds one ready, or
+    // nearly. Hits never wait for them.
+    workers_->keep_ready();
   } else {
     confinement_ = "none: compiles run inside the daemon's process (compile_workers = 0), unconfined";
     spdlog::warn("{}", confinement_);
   }
+  auto pipeline = make_compile_pipeline(config_);
+  if (!pipeline) return pipeline.error();
+  for (const LoadedPlugin& plugin : (*pipeline)->plugins())
+    spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
+                 plugin.passes.size(), plugin.edits.size());
   std::shared_ptr<const TenantRegistry> tenants;
   if (!config_.tenants_file.empty()) {
     Result<TenantRegistry> loaded = TenantRegistry::load_file(config_.tenants_file);
@@ -285,10 +291,6 @@ Status Daemon::start() {
   }
   spdlog::info("kjitd listening on unix:{}{}", socket_path_, tcp);
   if (health) health->SetServingStatus(true);
-  // Workers start once the daemon serves, so they never delay it: hits are
-  // answered while they load their toolchains, and a first miss finds one
-  // ready (or nearly).
-  if (workers_) workers_->keep_ready();
   // Last: systemd (Type=notify) counts kjitd started only now, so a unit
   // ordered after it, or a check after `systemctl start`, finds it serving.
   systemd_notify::ready("serving on unix:" + socket_path_ + tcp + "; " +

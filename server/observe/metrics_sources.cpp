@@ -102,13 +102,15 @@ void add_workers(Families& out, const WorkerCounters& workers) {
   MetricFamily& pch = out.add("kjit_worker_pch_total",
                               "Workers' precompiled headers: compiles that used one (hit), PCH files written "
                               "(create), compiles that did without one they wanted (fallback), files evicted (evict), "
-                              "compiles of a header set new to their worker, which write none (first).",
+                              "compiles of a header set new to their worker, which write its PCH (first).",
                               MetricType::Counter);
   Families::sample(pch, {{"event", "hit"}}, double(workers.pch_hits));
   Families::sample(pch, {{"event", "create"}}, double(workers.pch_creations));
   Families::sample(pch, {{"event", "fallback"}}, double(workers.pch_fallbacks));
   Families::sample(pch, {{"event", "evict"}}, double(workers.pch_evictions));
   Families::sample(pch, {{"event", "first"}}, double(workers.pch_firsts));
+  out.single("kjit_worker_pch_bytes", "The precompiled header files the live compile workers keep now, together.",
+             MetricType::Gauge, double(workers.pch_bytes));
 }
 
 void add_admission(Families& out, const AdmissionSnapshot& queue) {

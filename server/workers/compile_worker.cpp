@@ -39,7 +39,6 @@ worker::Outcome failure(const Error& error, bool bound_exceeded = false) {
 // not in it, it can be named in an include only with '..', which the
 // include policy refuses.
 constexpr const char* k_work_directory = "work";
-constexpr const char* k_pch_directory = "pch";
 
 // Files a toolchain left in the working directory belong to the request
 // that made them: the next request starts with it empty.
@@ -65,7 +64,7 @@ void enable_pch(const DaemonConfig& config, const std::string& private_dir) {
     spdlog::info("compile worker: no precompiled headers: limits.compile_output_bytes leaves no room for one");
     return;
   }
-  enable_nvrtc_auto_pch({private_dir + "/" + k_pch_directory, config.pch_bytes, heap});
+  enable_nvrtc_auto_pch({private_dir + "/" + k_worker_pch_directory, config.pch_bytes, heap});
 }
 
 void set_pch_counts(worker::Outcome& outcome, const NvrtcPchCounts& before) {

@@ -26,6 +26,20 @@ extern char** environ;
 namespace kjit {
 namespace {
 
+// The bytes of the files under `dir`; 0 when it is gone.
+uint64_t bytes_under(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    if (!it->is_regular_file(size_ec)) continue;
+    const uintmax_t size = it->file_size(size_ec);
+    if (!size_ec) total += size;
+  }
+  return total;
+}
+
 constexpr int k_worker_fd = 3;
 // Loading NVRTC, nvJitLink, LLVM and the plugins takes well under a second;
 // a worker not ready after this is stuck.
@@ -142,7 +156,10 @@ CompileWorkers::~CompileWorkers() {
   warm_wanted_.notify_all();
   if (warmer_.joinable()) warmer_.join();
   std::lock_guard lock(mutex_);
-  for (Worker& worker : idle_) end_of(worker, /*kill_first=*/false);  // it reads EOF and exits
+  for (Worker& worker : idle_) {
+    end_of(worker, /*kill_first=*/false);  // it reads EOF and exits
+    private_dirs_.erase(worker.private_dir);
+  }
   idle_.clear();
 }
 
@@ -264,6 +281,7 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
     std::filesystem::remove_all(*private_dir, ec);
     return make_error(ErrorCode::internal, std::string("compile worker: cannot start: ") + std::strerror(spawned));
   }
+  private_dirs_.insert(*private_dir);
   return Worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}};
 }
 
@@ -393,6 +411,7 @@ CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first
   {
     std::lock_guard lock(mutex_);
     --live_;
+    private_dirs_.erase(worker.private_dir);
   }
   freed_.notify_one();
   warm_wanted_.notify_one();  // keep_ready replaces it
@@ -408,9 +427,17 @@ void CompileWorkers::count_end(const std::string& cause) {
 }
 
 WorkerCounters CompileWorkers::counters() const {
-  std::lock_guard lock(mutex_);
-  WorkerCounters out = counters_;
-  out.live = live_;
+  WorkerCounters out;
+  std::set<std::string> dirs;
+  {
+    std::lock_guard lock(mutex_);
+    out = counters_;
+    out.live = live_;
+    dirs = private_dirs_;
+  }
+  // Read from the files, outside the lock: a worker writes and evicts its
+  // PCHs on its own, and says nothing of their size.
+  for (const std::string& dir : dirs) out.pch_bytes += bytes_under(dir + "/" + k_worker_pch_directory);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -47,8 +48,11 @@ struct WorkerCounters {
   // The workers' automatic precompiled headers (nvrtc_pch.h), as their
   // answers reported them: compiles that used one, PCH files written,
   // compiles that did without one they wanted, files evicted, and compiles
-  // of a header set new to their worker (which write none).
+  // of a header set new to their worker (which write its PCH).
   uint64_t pch_hits = 0, pch_creations = 0, pch_fallbacks = 0, pch_evictions = 0, pch_firsts = 0;
+  // The PCH files the live workers keep now, together (each worker's within
+  // pch_bytes); a worker's go with it.
+  uint64_t pch_bytes = 0;
 };
 
 class CompileWorkers {
@@ -155,6 +159,7 @@ class CompileWorkers {
   std::vector<Worker> idle_;
   size_t live_ = 0;  // idle and busy
   std::vector<pid_t> busy_;
+  std::set<std::string> private_dirs_;  // of every live worker, for pch_bytes
   bool stopping_ = false;
   StartReport last_start_;
   WorkerCounters counters_;  // live is live_

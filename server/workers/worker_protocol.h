@@ -21,6 +21,10 @@ namespace kjit {
 // artifact; a length beyond it means the peer is not speaking the protocol.
 inline constexpr uint32_t k_max_worker_frame_bytes = 1u << 30;
 
+// The folder of a worker's private directory that holds its precompiled
+// headers, kept across its jobs; the daemon reads their size there.
+inline constexpr const char* k_worker_pch_directory = "pch";
+
 // A job and the plan the daemon derived for it, as a worker receives them,
 // and whose it is: the caller's compile namespace, which only keeps its
 // PCHs apart from other callers' (CompilePipeline::run).

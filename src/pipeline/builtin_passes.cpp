@@ -28,8 +28,7 @@
 namespace kjit {
 namespace {
 
-// Where a compile's automatic PCHs live, when the process keeps them and
-// has compiled the compile's header set before (pch_wanted_for): one
+// Where a compile's automatic PCHs live, when the process keeps them: one
 // directory per NVRTC library, option list and set of request headers, and
 // with request headers per caller's namespace too (header_set.h).
 // NVRTC checks a PCH against the options and the source's directives, but
@@ -42,8 +41,7 @@ std::string pch_directory(const CudaToolkit& toolkit, const NvrtcApi& nvrtc, con
   const std::optional<NvrtcPchSettings> pch = nvrtc_auto_pch();
   if (!pch) return {};
   const std::string toolchain = toolkit.home() + "\n" + nvrtc.library_path;
-  if (!pch_wanted_for(header_set_digest(toolchain, options, job.headers, leading_directives(job.input), ns)))
-    return {};
+  note_header_set(header_set_digest(toolchain, options, job.headers, leading_directives(job.input), ns));
   return pch->directory + "/" + header_set_digest(toolchain, options, job.headers, {}, ns).substr(0, 32);
 }
 

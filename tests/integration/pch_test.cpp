@@ -4,7 +4,7 @@
 // the same cubin bytes and kernels from a worker whose PCHs are warm as from
 // a daemon without PCH, and a header of the request that changes is never
 // served from an earlier request's PCH. A worker writes a header set's PCH
-// at its second compile of the set, not its first, and the daemon sends a
+// at its first compile of the set and uses it from the second on, and the daemon sends a
 // compile to the ready worker that compiled its header set, never making it
 // wait while another is ready. A PCH of one tenant's own headers never
 // serves another tenant; one of toolkit headers alone serves everyone.
@@ -94,9 +94,9 @@ Kernel header_kernel(int value) {
                             std::to_string(value * 7) + "; }\n"}}};
 }
 
-// Three of each family: the first compiles without PCH, the second writes
-// it, the third uses it. params.h's two texts are two header sets, each
-// compiled twice, and the first again once the second's PCH is written.
+// Three of each family: the first writes the PCH, the second and third use
+// it. params.h's two texts are two header sets, each compiled twice in
+// turn, and the first again once the second's PCH is written.
 std::vector<Kernel> families() {
   std::vector<Kernel> out;
   for (int i = 1; i <= 3; ++i) out.push_back({"cub_" + std::to_string(i), cub_kernel(i)});
@@ -146,19 +146,19 @@ TEST(WorkerPch, WarmPrecompiledHeadersGiveTheSameCubinsAsNone) {
     EXPECT_EQ(warm->log.find("precompiled header"), std::string::npos) << warm->log;
   }
   const std::string text = scrape_metrics(port);
-  // Five header sets (three families, two params.h texts), each compiled
-  // once without PCH and once writing one; the third cub, half and barrier
-  // kernels and the last params.h 1111 use theirs.
+  // Five header sets (three families, two params.h texts), each writing
+  // its PCH at its first compile; the second and third cub, half and
+  // barrier kernels, the second params.h 1111 and 2222 and the last 1111
+  // use theirs.
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 5) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 5) << text;
-  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 4) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 9) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "fallback"}}), 0) << text;
 }
 
-// Writing a PCH costs NVRTC about half a compile more: a worker's first
-// compile of a header set writes none (most sets come once), its second
-// writes it, and its third uses it. A set seen once more stays without one.
-TEST(WorkerPch, TheFirstCompileOfAHeaderSetWritesNoPchTheSecondDoes) {
+// A worker's first compile of a header set writes its PCH, so that its
+// second compile of the set already uses it; another set writes its own.
+TEST(WorkerPch, TheFirstCompileOfAHeaderSetWritesItsPchTheSecondUsesIt) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
   const uint16_t port = free_loopback_port();
   ASSERT_NE(port, 0);
@@ -172,16 +172,21 @@ TEST(WorkerPch, TheFirstCompileOfAHeaderSetWritesNoPchTheSecondDoes) {
     EXPECT_EQ(pch_events(port, "create"), create);
     EXPECT_EQ(pch_events(port, "hit"), hit);
   };
-  step({"cub_1", cub_kernel(1)}, 1, 0, 0);
-  step({"cub_2", cub_kernel(2)}, 1, 1, 0);
-  step({"cub_3", cub_kernel(3)}, 1, 1, 1);
-  step({"barrier_1", barrier_kernel(1)}, 2, 1, 1);
-  step({"cub_4", cub_kernel(4)}, 2, 1, 2);
+  step({"cub_1", cub_kernel(1)}, 1, 1, 0);
+  step({"cub_2", cub_kernel(2)}, 1, 1, 1);
+  step({"cub_3", cub_kernel(3)}, 1, 1, 2);
+  step({"barrier_1", barrier_kernel(1)}, 2, 2, 2);
+  step({"cub_4", cub_kernel(4)}, 2, 2, 3);
+  // Two PCHs (CUB's and cuda::std's), each above 50 MB, in the worker's
+  // private directory, within the default bound.
+  const double bytes = metric_total(scrape_metrics(port), "kjit_worker_pch_bytes", {});
+  EXPECT_GT(bytes, 100e6);
+  EXPECT_LE(bytes, 1073741824.0);
 }
 
 // Two tenants sending byte-identical request headers do not share a PCH of
 // them: the second tenant's compiles start the set over in its own
-// namespace (a first compile, then its own PCH), where sharing would have
+// namespace (a first compile writing its own PCH), where sharing would have
 // made both a hit, and told it, by the speed, that another tenant sent the
 // same headers. The first tenant's PCH still serves the first tenant, and a
 // set of toolkit headers alone is one for both.
@@ -206,19 +211,18 @@ TEST(WorkerPch, TwoTenantsWithTheSameRequestHeadersDoNotShareItsPch) {
     EXPECT_EQ(pch_events(port, "create"), create);
     EXPECT_EQ(pch_events(port, "hit"), hit);
   };
-  step("alpha-pch-token", header_kernel(1111), 1, 0, 0);
   step("alpha-pch-token", header_kernel(1111), 1, 1, 0);
-  step("beta-pch-token", header_kernel(1111), 2, 1, 0);
-  step("beta-pch-token", header_kernel(1111), 2, 2, 0);
-  step("alpha-pch-token", header_kernel(1111), 2, 2, 1);
-  step("alpha-pch-token", {"cub_1", cub_kernel(1)}, 3, 2, 1);
-  step("alpha-pch-token", {"cub_2", cub_kernel(2)}, 3, 3, 1);
-  step("beta-pch-token", {"cub_3", cub_kernel(3)}, 3, 3, 2);
+  step("alpha-pch-token", header_kernel(1111), 1, 1, 1);
+  step("beta-pch-token", header_kernel(1111), 2, 2, 1);
+  step("beta-pch-token", header_kernel(1111), 2, 2, 2);
+  step("alpha-pch-token", header_kernel(1111), 2, 2, 3);
+  step("alpha-pch-token", {"cub_1", cub_kernel(1)}, 3, 3, 3);
+  step("beta-pch-token", {"cub_2", cub_kernel(2)}, 3, 3, 4);
 }
 
 // With two workers ready, each of two header sets compiled in turn keeps to
 // the worker that compiled it first: compiled in pairs at once, the sets
-// find their own worker's PCH from the third round on. Sent to whichever
+// find their own worker's PCH from the second round on. Sent to whichever
 // worker was ready last, half the pairs would cross over and start over
 // (a first compile of the set in the other worker).
 TEST(WorkerAffinity, TwoHeaderSetsCompiledInTurnKeepToTheirWorkers) {
@@ -244,7 +248,7 @@ TEST(WorkerAffinity, TwoHeaderSetsCompiledInTurnKeepToTheirWorkers) {
   const std::string text = scrape_metrics(port);
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 2) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 2) << text;
-  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 4) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 6) << text;
 }
 
 // Affinity never makes a compile wait: the worker that compiled a header
@@ -270,16 +274,17 @@ TEST(WorkerAffinity, ACompileNeverWaitsForItsWorkerWhileAnotherIsReady) {
   ASSERT_TRUE(other) << other.error().message << "\n" << other.error().log;
   const std::string text = scrape_metrics(port);
   // One of the two went to the worker that compiled cub_1 (and wrote the
-  // PCH), the other to the second worker, new to the set. Had it waited for
-  // the first worker, it would have used that PCH: one first, one hit.
+  // PCH) and used it, the other to the second worker, new to the set, which
+  // wrote its own. Had it waited for the first worker, it would have used
+  // that PCH: one first, one create, two hits.
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 2) << text;
-  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 1) << text;
-  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 0) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 2) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 1) << text;
 }
 
 // A worker's PCH files stay within pch_bytes: a bound smaller than one PCH
-// evicts each after the compile that wrote it (from the set's second
-// compile on), and every compile still succeeds.
+// evicts each after the compile that wrote it, so every compile writes
+// one again, and every compile still succeeds.
 TEST(WorkerPch, ABoundSmallerThanOnePchEvictsAndCompilesGoOn) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
   const uint16_t port = free_loopback_port();
@@ -292,8 +297,9 @@ TEST(WorkerPch, ABoundSmallerThanOnePchEvictsAndCompilesGoOn) {
   }
   const std::string text = scrape_metrics(port);
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "first"}}), 1) << text;
-  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 2) << text;
-  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "evict"}}), 2) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "create"}}), 3) << text;
+  EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "evict"}}), 3) << text;
+  EXPECT_LE(metric_total(text, "kjit_worker_pch_bytes", {}), 1048576.0) << text;
   EXPECT_EQ(metric_total(text, "kjit_worker_pch_total", {{"event", "hit"}}), 0) << text;
 }
 

@@ -23,12 +23,11 @@ struct PchState {
   // which they go when the files exceed the bound.
   std::map<std::string, uint64_t> last_use;
   uint64_t clock = 0;
-  std::set<std::string> header_sets;  // compiled at least once (pch_wanted_for)
+  std::set<std::string> header_sets;  // compiled at least once (note_header_set)
 };
 
 // More header sets than a worker's PCH bound holds many times over: past
-// it the record starts again, which costs each set one more compile
-// without PCH, not a PCH too many.
+// it the record starts again, which only counts a set as a first again.
 constexpr size_t k_max_header_sets = 4096;
 
 PchState& state() {
@@ -106,14 +105,13 @@ NvrtcPchCounts nvrtc_pch_counts() {
   return s.counts;
 }
 
-bool pch_wanted_for(const std::string& digest) {
+void note_header_set(const std::string& digest) {
   PchState& s = state();
   std::lock_guard lock(s.mutex);
-  if (s.header_sets.contains(digest)) return true;
+  if (s.header_sets.contains(digest)) return;
   if (s.header_sets.size() >= k_max_header_sets) s.header_sets.clear();
   s.header_sets.insert(digest);
   ++s.counts.firsts;
-  return false;
 }
 
 PchLog take_pch_lines(std::string& log) {
