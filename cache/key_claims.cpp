@@ -7,6 +7,7 @@
 #include <random>
 
 #include "cache/lease_renewal.h"
+#include "core/hex.h"
 
 namespace kjit {
 namespace {
@@ -16,14 +17,10 @@ using Clock = std::chrono::steady_clock;
 // 128 random bits: a claim id names what its holder may release, so it is
 // not one another caller could guess.
 std::string new_claim_id() {
-  static constexpr char k_hex[] = "0123456789abcdef";
   std::random_device random;
-  std::string id;
-  for (int word = 0; word < 4; ++word) {
-    uint32_t bits = random();
-    for (int digit = 0; digit < 8; ++digit, bits >>= 4) id += k_hex[bits & 0xf];
-  }
-  return id;
+  uint32_t words[4];
+  for (uint32_t& word : words) word = random();
+  return hex_lower(words, sizeof words);
 }
 
 }  // namespace

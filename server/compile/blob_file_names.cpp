@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/fd_io.h"
+#include "core/hex.h"
 
 namespace kjit {
 namespace {
@@ -28,17 +29,6 @@ NamesKey hmac(const uint8_t* key, size_t key_size, std::string_view domain, std:
   unsigned size = 0;
   HMAC(EVP_sha256(), key, static_cast<int>(key_size), reinterpret_cast<const unsigned char*>(input.data()),
        input.size(), out.data(), &size);
-  return out;
-}
-
-std::string hex(const uint8_t* bytes, size_t count) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(count * 2);
-  for (size_t i = 0; i < count; ++i) {
-    out.push_back(digits[bytes[i] >> 4]);
-    out.push_back(digits[bytes[i] & 15]);
-  }
   return out;
 }
 
@@ -98,7 +88,7 @@ NamesKey BlobNameSecret::key_for(std::string_view ns) const {
 
 std::string BlobNameSecret::id() const {
   const NamesKey id = hmac(secret_.data(), secret_.size(), k_id_domain, {});
-  return hex(id.data(), 16);
+  return hex_lower(id.data(), 16);
 }
 
 std::string blob_file_tag(const NamesKey& names_key, std::string_view cache_key) {
@@ -106,7 +96,7 @@ std::string blob_file_tag(const NamesKey& names_key, std::string_view cache_key)
   unsigned size = 0;
   HMAC(EVP_sha256(), names_key.data(), static_cast<int>(names_key.size()),
        reinterpret_cast<const unsigned char*>(cache_key.data()), cache_key.size(), digest, &size);
-  return hex(digest, 16);
+  return hex_lower(digest, 16);
 }
 
 }  // namespace kjit

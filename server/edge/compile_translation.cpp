@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "convert/wire_convert.h"
+#include "core/hex.h"
 #include "core/input_kinds.h"
 #include "pipeline/compile_options.h"
 #include "pipeline/hip_options.h"
@@ -28,10 +29,7 @@ std::string printable_bytes(std::string_view bytes) {
     if (c >= 0x20 && c < 0x7f && c != '\\') {
       out += static_cast<char>(c);
     } else {
-      constexpr char k_hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += k_hex[c >> 4];
-      out += k_hex[c & 15];
+      out += "\\x" + hex_lower(&c, 1);
     }
   }
   return out;

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <random>
 
+#include "core/hex.h"
+
 namespace kjit {
 namespace {
 
@@ -75,14 +77,8 @@ std::shared_ptr<ReopenableFileSink> g_file_sink;
 
 std::string new_request_id() {
   thread_local std::mt19937_64 random{std::random_device{}()};
-  static constexpr char k_hex[] = "0123456789abcdef";
-  uint64_t bits = random();
-  std::string id(16, '0');
-  for (char& c : id) {
-    c = k_hex[bits & 0xf];
-    bits >>= 4;
-  }
-  return id;
+  const uint64_t bits = random();
+  return hex_lower(&bits, sizeof bits);
 }
 
 std::string accept_request_id(std::string_view from_client) {

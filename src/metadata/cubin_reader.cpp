@@ -24,6 +24,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/hex.h"
 #include "metadata/elf_image.h"
 #include "metadata/kernel_name.h"
 
@@ -146,11 +147,7 @@ Result<std::vector<InfoRecord>> parse_records(const ElfSection& section) {
 }
 
 std::string describe(const ElfSection& section, const InfoRecord& record) {
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string id = "0x";
-  id += k_hex[record.attribute >> 4];
-  id += k_hex[record.attribute & 0xf];
-  return "record " + id + " in " + std::string(section.name);
+  return "record 0x" + hex_lower(&record.attribute, 1) + " in " + std::string(section.name);
 }
 
 // Reads the u32 words of a sized record that must hold exactly `count` of them.

@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 
+#include "core/hex.h"
+
 namespace kjit {
 namespace {
 
@@ -34,14 +36,7 @@ class Sha256 {
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
     unsigned size = 0;
     EVP_DigestFinal_ex(ctx_.get(), digest.data(), &size);
-    static constexpr char k_digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(size * 2);
-    for (unsigned i = 0; i < size; ++i) {
-      out += k_digits[digest[i] >> 4];
-      out += k_digits[digest[i] & 0xf];
-    }
-    return out;
+    return hex_lower(digest.data(), size);
   }
 
  private:

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "backends/toolkit_discovery.h"
+#include "core/hex.h"
 
 extern char** environ;
 
@@ -41,13 +42,7 @@ std::string hex_sha256(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr);
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += k_hex[digest[i] >> 4];
-    out += k_hex[digest[i] & 15];
-  }
-  return out;
+  return hex_lower(digest, size);
 }
 
 // The environment tileiras runs in: this process's, without CUDA_HOME
