@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Tile IR through kjitd against tileiras run directly: exports a vector add
-# and an fp16 matmul with cuTile (or takes tests/tileir/data's copies when
+# Tile IR through kjitd against tileiras run directly: exports a vector add,
+# an fp16 matmul and a matmul with occupancy hints with cuTile (or takes tests/tileir/data's copies when
 # cuTile is not installed), compiles each through a confined kjitd for
 # several targets, and compares the cubins byte for byte with tileiras' own.
 #
@@ -37,12 +37,16 @@ cleanup() {
 trap cleanup EXIT
 
 data=$here/data
-if "$venv/bin/python" -c "import cuda.tile" 2>/dev/null; then
-  env -u CUDA_HOME "$venv/bin/python" "$here/export_kernels.py" "$work/data"
+# cuTile: this venv's, else the one client/python/run-tests.sh installs it in.
+python=$venv/bin/python
+"$python" -c "import cuda.tile" 2>/dev/null || python=$build/python-venv/bin/python
+if "$python" -c "import cuda.tile" 2>/dev/null; then
+  # cuTile asks a tileiras on PATH which bytecode versions it reads, even to export.
+  env -u CUDA_HOME PATH="$(dirname "$tileiras"):$PATH" "$python" "$here/export_kernels.py" "$work/data"
   data=$work/data
-  echo "exported with cuTile $("$venv/bin/python" -c 'import cuda.tile; print(cuda.tile.__version__)')"
+  echo "exported with cuTile $("$python" -c 'import cuda.tile; print(cuda.tile.__version__)')"
 else
-  echo "cuTile not installed in $venv: using the bytecode in $data"
+  echo "cuTile not installed in $venv nor $build/python-venv: using the bytecode in $data"
 fi
 
 "$build/bin/kjitd" --socket "$work/kjitd.sock" --tileiras "$tileiras" --cache-dir "$work/cache" \
@@ -59,7 +63,7 @@ done
 }
 
 failures=0
-for kernel in vector_add matmul; do
+for kernel in vector_add matmul hinted_matmul; do
   for sm in $targets; do
     out=$work/$kernel.sm_$sm
     "$build/bin/kjit" -s "$work/kjitd.sock" compile -t "cuda:$sm" -o "$out.kjit.cubin" "$data/$kernel.tileirbc"

@@ -197,12 +197,29 @@ def test_unit_install_refuses_an_untested_cutile_version(uninstalled, monkeypatc
 
 
 class StandIn:
-    """A kjit.Client whose compile raises the error given (or answers)."""
+    """A kjit.Client whose compile raises the error given (or answers), and
+    whose claim_blob_group answers claim (or raises it, an exception)."""
 
-    def __init__(self, error=None):
+    def __init__(self, error=None, claim=None):
         self.error = error
+        import grpc  # noqa: PLC0415
+        self.claim = claim if claim is not None else kjit.Unimplemented(grpc.StatusCode.UNIMPLEMENTED, "no claims")
         self.calls = []
+        self.claims = []
+        self.puts = []
         self.timeout = 600.0
+
+    def claim_blob_group(self, namespace, key, group, wait):
+        self.claims.append((namespace, key, group, wait))
+        if isinstance(self.claim, Exception):
+            raise self.claim
+        return self.claim
+
+    def put_blob(self, namespace, key, name, data):
+        self.puts.append(("blob", namespace, key, name, data))
+
+    def put_blob_group(self, namespace, key, group, names):
+        self.puts.append(("group", namespace, key, group, list(names)))
 
     def compile(self, source, **kwargs):
         self.calls.append(kwargs)
@@ -211,24 +228,29 @@ class StandIn:
         return kjit.CompileResult(artifact=b"\x7fELF from kjit")
 
 
-def compile_with(client, tmp_path, monkeypatch, opt_level=3):
+def compile_with(client, tmp_path, monkeypatch, opt_level=3, own_error=None, bytecode_bytes=b"\x7fTileIR\x00\x0d\x04",
+                 sm="sm_90"):
     """Runs cuTile's compile_cubin, as compile_tile calls it, with kjit.cutile
-    installed over a stand-in for cuTile's own."""
+    installed over a stand-in for cuTile's own (which raises own_error when
+    given) and for its tileiras --version."""
     local = []
 
     def cutile_own(fname_bytecode, compiler_options, sm_arch, timeout_sec, remarks_output_file=None,
                    preview_features=(), linker_inputs=()):
         local.append(sm_arch)
+        if own_error is not None:
+            raise own_error
         path = Path(fname_bytecode).with_suffix(".cubin")
         path.write_bytes(b"\x7fELF from cuTile")
         return path
 
     monkeypatch.setattr(cutile_compile, "compile_cubin", cutile_own)
+    monkeypatch.setattr(cutile_compile, "_get_compiler_version_string", lambda: "tileiras 13.4 here\n")
     kjit.cutile.install(client=client)
     bytecode = tmp_path / "k.bytecode"
-    bytecode.write_bytes(b"\x7fTileIR\x00\x0d\x04")
+    bytecode.write_bytes(bytecode_bytes)
     from cuda.tile._compiler_options import CompilerOptions  # noqa: PLC0415
-    path = cutile_compile.compile_cubin(str(bytecode), CompilerOptions(opt_level=opt_level), "sm_90", None,
+    path = cutile_compile.compile_cubin(str(bytecode), CompilerOptions(opt_level=opt_level), sm, None,
                                         remarks_output_file=None, preview_features=(), linker_inputs=())
     return Path(path).read_bytes(), local
 
@@ -247,7 +269,15 @@ def test_unit_compile_cubin_falls_back_when_kjitd_is_unreachable(uninstalled, mo
     cubin, local = compile_with(StandIn(kjit.Unavailable(grpc.StatusCode.UNAVAILABLE, "connection refused")),
                                 tmp_path, monkeypatch)
     assert cubin == b"\x7fELF from cuTile" and local == ["sm_90"]
-    assert kjit.cutile.stats() == {"kjit": 0, "local": 1, "probes": 0}
+    assert kjit.cutile.stats() == {"kjit": 0, "local": 1, "probes": 0, "shared": 0}
+
+
+def test_unit_an_unreachable_kjitd_is_not_asked_for_claims(uninstalled, monkeypatch, tmp_path):
+    import grpc  # noqa: PLC0415
+    client = StandIn(kjit.Unavailable(grpc.StatusCode.UNAVAILABLE, "connection refused"))
+    cubin, local = compile_with(client, tmp_path, monkeypatch)
+    assert cubin == b"\x7fELF from cuTile" and local == ["sm_90"]
+    assert client.claims == [] and client.puts == []
 
 
 def test_unit_compile_cubin_falls_back_when_kjitd_refuses_before_tileiras_runs(uninstalled, monkeypatch, tmp_path):
@@ -272,3 +302,126 @@ def test_unit_compile_cubin_raises_cutiles_error_when_tileiras_rejects_the_kerne
         compile_with(StandIn(error), tmp_path, monkeypatch)
     assert "tile shape must be a power of two" in raised.value.message
     assert raised.value.loc.line == 12
+
+
+# Claims, where this process compiles a kernel itself while kjitd answers
+# (here: kjitd's queue is full).
+
+def full_queue():
+    import grpc  # noqa: PLC0415
+    return kjit.ResourceExhausted(grpc.StatusCode.RESOURCE_EXHAUSTED, "the compile queue is full")
+
+
+class HeldCall:
+    def __init__(self):
+        self.cancelled = False
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def claimed():
+    call = HeldCall()
+    return kjit.BlobClaim(outcome="claimed", claim_id="c1", _call=call), call
+
+
+def test_unit_a_local_compile_under_the_claim_shares_its_cubin(uninstalled, monkeypatch, tmp_path):
+    claim, call = claimed()
+    client = StandIn(full_queue(), claim)
+    cubin, local = compile_with(client, tmp_path, monkeypatch)
+    assert cubin == b"\x7fELF from cuTile" and local == ["sm_90"]
+    (namespace, key, group, wait), = client.claims
+    assert (namespace, group, wait) == ("cutile", "cubin", 600.0) and len(key) == 64
+    assert client.puts == [("blob", "cutile", key, "kernel.cubin", b"\x7fELF from cuTile"),
+                           ("group", "cutile", key, "cubin", ["kernel.cubin"])]
+    assert call.cancelled  # ended here too, once put
+    assert kjit.cutile.stats()["local"] == 1 and kjit.cutile.stats()["shared"] == 0
+
+
+def test_unit_a_kernel_another_process_compiled_under_its_claim_is_not_compiled_again(uninstalled, monkeypatch,
+                                                                                      tmp_path):
+    group = kjit.BlobGroup(found=True, members={"kernel.cubin": b"\x7fELF from another process"})
+    client = StandIn(full_queue(), kjit.BlobClaim(outcome="hit", group=group))
+    cubin, local = compile_with(client, tmp_path, monkeypatch)
+    assert cubin == b"\x7fELF from another process" and local == []
+    assert client.puts == []
+    assert kjit.cutile.stats()["shared"] == 1 and kjit.cutile.stats()["local"] == 0
+
+
+def test_unit_a_local_compile_that_raises_gives_its_claim_up(uninstalled, monkeypatch, tmp_path):
+    claim, call = claimed()
+    client = StandIn(full_queue(), claim)
+    with pytest.raises(RuntimeError, match="tileiras crashed"):
+        compile_with(client, tmp_path, monkeypatch, own_error=RuntimeError("tileiras crashed"))
+    assert call.cancelled and client.puts == []
+
+
+def test_unit_a_wait_that_timed_out_compiles_and_still_shares(uninstalled, monkeypatch, tmp_path):
+    client = StandIn(full_queue(), kjit.BlobClaim(outcome="timed-out"))
+    cubin, local = compile_with(client, tmp_path, monkeypatch)
+    assert cubin == b"\x7fELF from cuTile" and local == ["sm_90"]
+    assert [p[0] for p in client.puts] == ["blob", "group"]
+
+
+def test_unit_claims_can_be_turned_off(uninstalled, monkeypatch, tmp_path):
+    monkeypatch.setenv("KJIT_CUTILE_CLAIM_WAIT", "0")
+    client = StandIn(full_queue(), claimed()[0])
+    cubin, local = compile_with(client, tmp_path, monkeypatch)
+    assert cubin == b"\x7fELF from cuTile" and client.claims == []
+
+
+def test_unit_the_claim_key_covers_the_bytecode_the_sm_and_the_opt_level(uninstalled, monkeypatch, tmp_path):
+    def key(**kwargs):
+        kjit.cutile.uninstall()
+        monkeypatch.undo()
+        client = StandIn(full_queue(), kjit.BlobClaim(outcome="timed-out"))
+        compile_with(client, tmp_path, monkeypatch, **kwargs)
+        return client.claims[0][1]
+
+    base = key()
+    assert key() == base
+    others = [key(opt_level=2), key(sm="sm_100"), key(bytecode_bytes=b"\x7fTileIR\x00\x0d\x05")]
+    assert len({base, *others}) == 4
+
+
+# End to end: processes compiling for themselves (their kjitd has no
+# tileiras) compile each kernel once between them.
+
+def compile_runs(result):
+    """The tileiras runs that compiled a kernel (cuTile names the bytecode
+    file after it), not its probes."""
+    return [r for r in result["wrapper_runs"] if "--gpu-name" in r and any(k in r for k in KERNELS)]
+
+
+def test_processes_that_compile_for_themselves_compile_each_kernel_once(tmp_path, tileiras, plain):
+    no_tileiras = Daemon(tmp_path / "d", ["--tileiras", str(tmp_path / "no" / "tileiras"), "--log-level", "warn"])
+    (tmp_path / "d").mkdir()
+    no_tileiras.start()
+    try:
+        first = run_child(tmp_path, "first", tileiras, tmp_path / "cache1", no_tileiras.socket, use_kjit=True)
+        assert first["stats"]["local"] == len(KERNELS) and first["stats"]["kjit"] == 0, first["stats"]
+        assert len(compile_runs(first)) == len(KERNELS), first["wrapper_runs"]
+        # A second process, its cuTile cache empty: the first one's cubins.
+        second = run_child(tmp_path, "second", tileiras, tmp_path / "cache2", no_tileiras.socket, use_kjit=True)
+        assert second["stats"]["shared"] == len(KERNELS) and second["stats"]["local"] == 0, second["stats"]
+        assert compile_runs(second) == [], second["wrapper_runs"]
+        assert second["cubin_bytes"] == first["cubin_bytes"] == plain["cubin_bytes"]
+    finally:
+        no_tileiras.stop()
+
+
+def test_processes_compiling_at_once_for_themselves_wait_for_each_other(tmp_path, tileiras, plain):
+    no_tileiras = Daemon(tmp_path / "d", ["--tileiras", str(tmp_path / "no" / "tileiras"), "--log-level", "warn"])
+    (tmp_path / "d").mkdir()
+    no_tileiras.start()
+    try:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+        with ThreadPoolExecutor(3) as pool:
+            results = list(pool.map(lambda i: run_child(tmp_path, "p%d" % i, tileiras, tmp_path / ("cache%d" % i),
+                                                        no_tileiras.socket, use_kjit=True), range(3)))
+        assert sum(len(compile_runs(r)) for r in results) == len(KERNELS), [r["wrapper_runs"] for r in results]
+        assert sum(r["stats"]["shared"] for r in results) == 2 * len(KERNELS), [r["stats"] for r in results]
+        for r in results:
+            assert r["cubin_bytes"] == plain["cubin_bytes"]
+    finally:
+        no_tileiras.stop()

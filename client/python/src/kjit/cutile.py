@@ -41,10 +41,24 @@ raises cuTile's own TileCompilerExecutionError, with tileiras' messages.
 Compiles that need files of this host (preview features, tile libraries
 linked with -l) stay local.
 
+One compile per kernel across the fleet: a compile kjitd runs is run once per
+key however many processes ask at once (the daemon's own coalescing), so the
+processes need no claim for it. A process that compiles a kernel itself while
+kjitd answers (the daemon has no tileiras, refuses the target, its queue is
+full) takes the kernel's claim in kjitd first (claim_blob_group, namespace
+"cutile", keyed by this process's tileiras --version, the sm, the opt and
+debug levels and the bytecode: what cuTile keys its own cache by), or waits
+for the process holding it, at most $KJIT_CUTILE_CLAIM_WAIT seconds (default
+600; 0: no claims), and writes the cubin that process compiled. The claim is
+held while its compile runs here and given up when that compile raises (or
+the process dies), so the next waiter compiles. Without a daemon to ask, or
+for a compile that stays local, there is no claim: each process compiles.
+
 cuTile holds a process-wide lock around each compile; the RPC runs under it
 as tileiras did.
 """
 
+import hashlib
 import inspect
 import logging
 import os
@@ -81,6 +95,19 @@ _PROBE_TARGET = "cuda:120"
 _PROBE_TIMEOUT = 60.0
 # After a failure to reach kjitd, how long to compile locally before trying again.
 _RETRY_AFTER = 30.0
+# Where processes that compile for themselves share their cubins (blob claims).
+_CLAIM_NAMESPACE = "cutile"
+_CLAIM_GROUP = "cubin"
+_CLAIM_MEMBER = "kernel.cubin"
+
+
+def _claim_wait() -> float:
+    """Seconds a local compile waits for another process's compile of the
+    same kernel; 0 (or less): no claims."""
+    try:
+        return float(os.environ.get("KJIT_CUTILE_CLAIM_WAIT", "600"))
+    except ValueError:
+        return 600.0
 
 
 class CuTileHookError(RuntimeError):
@@ -100,8 +127,11 @@ class _State:
         self.client_pid = None
         self.toolchains: Dict[bool, "_Toolchain"] = {}  # by allow_dev
         self.down_until = 0.0
+        # Whether the last failure was not reaching kjitd at all (no claims
+        # then either), rather than kjitd refusing to compile.
+        self.unreachable = False
         self.warned = False
-        self.counts = {"kjit": 0, "local": 0, "probes": 0}
+        self.counts = {"kjit": 0, "local": 0, "probes": 0, "shared": 0}
 
 
 class _Toolchain:
@@ -199,15 +229,17 @@ def installed() -> bool:
 def stats() -> Dict[str, int]:
     """Since install: cubins kjitd compiled ("kjit"), compiles cuTile ran
     itself ("local": kjitd unreachable or refusing, or a compile that stays
-    local), and probe compiles sent to kjitd ("probes")."""
+    local), cubins another process compiled for itself under the kernel's
+    claim ("shared"), and probe compiles sent to kjitd ("probes")."""
     state = _state
-    return dict(state.counts) if state is not None else {"kjit": 0, "local": 0, "probes": 0}
+    return dict(state.counts) if state is not None else {"kjit": 0, "local": 0, "probes": 0, "shared": 0}
 
 
-def _client(state: _State):
-    """The client, or None while kjitd is being gone without. One per
-    process: a gRPC channel does not survive fork."""
-    if time.monotonic() < state.down_until:
+def _client(state: _State, for_claims: bool = False):
+    """The client, or None while kjitd is being gone without (for_claims:
+    only while it could not be reached). One per process: a gRPC channel
+    does not survive fork."""
+    if time.monotonic() < state.down_until and (state.unreachable or not for_claims):
         return None
     if state.given_client is not None:
         return state.given_client
@@ -220,6 +252,8 @@ def _client(state: _State):
 
 
 def _went_without(state: _State, error: Exception, what: str) -> None:
+    from kjit._errors import Unavailable  # noqa: PLC0415
+    state.unreachable = isinstance(error, Unavailable)
     state.down_until = time.monotonic() + _RETRY_AFTER
     if not state.warned:
         state.warned = True
@@ -304,15 +338,21 @@ def _compile_cubin(fname_bytecode, compiler_options, sm_arch, timeout_sec, remar
     state = _state
     original = _original("compile_cubin")
 
-    def local():
+    def own():
         if state is not None:
             state.counts["local"] += 1
         return original(fname_bytecode, compiler_options, sm_arch, timeout_sec,
                         remarks_output_file=remarks_output_file, preview_features=preview_features,
                         linker_inputs=linker_inputs)
 
-    # --preview and -l name features and files of this host that kjitd's tileiras does not take.
-    if state is None or preview_features or linker_inputs or not re.fullmatch(r"sm_\d+[af]?", str(sm_arch)):
+    def local():
+        return _compile_under_claim(state, own, fname_bytecode, compiler_options, sm_arch)
+
+    # --preview and -l name features and files of this host that kjitd's
+    # tileiras does not take, nor another host's process may share.
+    if state is None or preview_features or linker_inputs:
+        return own()
+    if not re.fullmatch(r"sm_\d+[af]?", str(sm_arch)):
         return local()
     client = _client(state)
     if client is None:
@@ -350,3 +390,62 @@ def _compile_cubin(fname_bytecode, compiler_options, sm_arch, timeout_sec, remar
     cubin_path.write_bytes(result.artifact)
     state.counts["kjit"] += 1
     return cubin_path
+
+
+def _local_key(state: _State, bytecode: bytes, compiler_options, sm_arch) -> Optional[str]:
+    """The kernel's key among processes compiling for themselves: what
+    cuTile's cache key covers, with this process's own tileiras (None when
+    it cannot say what it is)."""
+    try:
+        version = state.originals["_get_compiler_version_string"]()
+        opt_level, device_debug = state.module._tileiras_effective_opt_and_device_debug(compiler_options, sm_arch)
+    except Exception:  # noqa: BLE001  (no tileiras here: cuTile's own compile says so)
+        return None
+    if not version:
+        return None
+    digest = hashlib.sha256()
+    for part in ("kjit.cutile local 1", version, str(sm_arch), str(opt_level), str(bool(device_debug)),
+                 hashlib.sha256(bytecode).hexdigest()):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _compile_under_claim(state: Optional[_State], own, fname_bytecode, compiler_options, sm_arch):
+    """own() (cuTile's compile in this process) under the kernel's claim in
+    kjitd, or the cubin the process holding it compiled. Claims never make a
+    compile fail: anything amiss with them, and own() runs without one."""
+    wait = _claim_wait()
+    client = _client(state, for_claims=True) if state is not None and wait > 0 else None
+    if client is None:
+        return own()
+    from kjit._errors import KjitError, Unavailable  # noqa: PLC0415
+    bytecode_path = Path(fname_bytecode)
+    key = _local_key(state, bytecode_path.read_bytes(), compiler_options, sm_arch)
+    if key is None:
+        return own()
+    try:
+        claim = client.claim_blob_group(_CLAIM_NAMESPACE, key, _CLAIM_GROUP, wait)
+    except KjitError as error:
+        # A daemon without claims, too many waiting: compile without one.
+        if isinstance(error, Unavailable):
+            _went_without(state, error, "compiles")
+        return own()
+    # Leaving the block gives the claim up: a compile here that raises hands
+    # it to the next waiter at once.
+    with claim:
+        members = claim.group.members if claim.outcome == "hit" and claim.group is not None else {}
+        cubin = members.get(_CLAIM_MEMBER)
+        if cubin is not None:
+            cubin_path = bytecode_path.with_suffix(".cubin")
+            cubin_path.write_bytes(cubin)
+            state.counts["shared"] += 1
+            return cubin_path
+        cubin_path = own()
+        # Put also after a wait that timed out: the first writer wins, and
+        # whoever waits next finds it.
+        try:
+            client.put_blob(_CLAIM_NAMESPACE, key, _CLAIM_MEMBER, Path(cubin_path).read_bytes())
+            client.put_blob_group(_CLAIM_NAMESPACE, key, _CLAIM_GROUP, [_CLAIM_MEMBER])
+        except (KjitError, OSError) as error:
+            _log.info("kjit: could not share a cuTile cubin through kjitd: %s", error)
+        return cubin_path
