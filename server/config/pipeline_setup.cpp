@@ -29,12 +29,14 @@ TileirasSearch tileiras_search_of(const DaemonConfig& config) {
   return search;
 }
 
-Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config) {
+Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config,
+                                                                      const std::vector<ToolkitHome>* discovered) {
   ToolkitSearch search;
   search.system_home = config.cuda_home;
   search.wheel_paths = config.toolkit_paths;
   if (config.local_toolkit_prefix) search.local_prefix = *config.local_toolkit_prefix;
-  std::vector<DiscoveredToolkit> found = discover_cuda_toolkits(search);
+  std::vector<DiscoveredToolkit> found =
+      discovered ? load_cuda_toolkits(search.system_home, *discovered) : discover_cuda_toolkits(search);
   // tileiras is a program, found on first use (a Tile IR request's key, or
   // a worker's confinement, which must allow running it).
   set_tileiras_search(tileiras_search_of(config));
@@ -57,6 +59,13 @@ Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const Daemo
     setup.pinned_toolkits.push_back({"configured", std::move(pinned), range.targets});
   }
   return CompilePipeline::create(std::move(system), std::move(setup));
+}
+
+std::vector<ToolkitHome> discovered_homes(const CompilePipeline& pipeline) {
+  std::vector<ToolkitHome> out;
+  for (const RoutedToolkit& t : pipeline.toolkits().all())
+    if (t.origin == "wheel" || t.origin == "local") out.push_back({t.origin, t.toolkit->home()});
+  return out;
 }
 
 }  // namespace kjit

@@ -6,12 +6,20 @@
 #include <memory>
 
 #include "backends/tileiras/tileiras.h"
+#include "backends/toolkit_discovery.h"
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
 namespace kjit {
 
-Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config);
+// `discovered`: the toolkits beyond the system one that the daemon found,
+// loaded as they are instead of searching (a compile worker's); null: search.
+Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config,
+                                                                      const std::vector<ToolkitHome>* discovered = nullptr);
+
+// What a pipeline's toolkits hold of discovery (wheels, the project's
+// prefix), in order, to hand to compile workers.
+std::vector<ToolkitHome> discovered_homes(const CompilePipeline& pipeline);
 
 // Where the configuration says tileiras is looked for (the tileiras key,
 // toolkit_paths, the project's prefix beside local_toolkit_prefix's).

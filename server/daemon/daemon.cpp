@@ -149,8 +149,10 @@ Status Daemon::start() {
     Result<std::string> confinement = check_worker_confinement(config_);
     if (!confinement) return confinement.error();
     confinement_ = std::move(confinement.value());
+    WorkerLaunch launch = worker_launch_;
+    launch.toolkits_from_daemon = true;  // handed below, once discovered
     workers_ = std::make_shared<CompileWorkers>(CompileWorkers::Options{
-        worker_launch_, config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s), config_.compile_bounds});
+        std::move(launch), config_.compile_workers, std::chrono::seconds(config_.compile_timeout_s), config_.compile_bounds});
     spdlog::info("compiles run in up to {} worker process(es), {} s each at most; {}", config_.compile_workers,
                  config_.compile_timeout_s, confinement_);
     // Workers start first, before the daemon's own toolkit discovery and
@@ -165,6 +167,8 @@ Status Daemon::start() {
   }
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
+  // Toolkit discovery happens here once; workers load what it found.
+  if (workers_) workers_->hand_toolkits(discovered_homes(**pipeline));
   for (const LoadedPlugin& plugin : (*pipeline)->plugins())
     spdlog::info("plugin {} {} from {}: {} pass(es), {} edit(s)", plugin.name, plugin.version, plugin.path,
                  plugin.passes.size(), plugin.edits.size());

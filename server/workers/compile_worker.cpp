@@ -128,7 +128,13 @@ Result<WorkerSetup> read_worker_setup(int fd) {
   worker::Setup setup;
   if (read_frame(fd, bytes, std::nullopt) != FrameRead::ok || !setup.ParseFromString(bytes))
     return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
-  return WorkerSetup{setup.config_text(), setup.config_path(), setup.private_dir()};
+  WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt};
+  if (setup.toolkits_handed()) {
+    out.toolkits.emplace();
+    for (const worker::ToolkitHome& toolkit : setup.toolkits())
+      out.toolkits->push_back({toolkit.origin(), toolkit.home()});
+  }
+  return out;
 }
 
 [[noreturn]] void worker_main(const DaemonConfig& config, const WorkerSetup& setup, int fd) {
@@ -144,7 +150,7 @@ Result<WorkerSetup> read_worker_setup(int fd) {
 }
 
 int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int fd) {
-  auto pipeline = make_compile_pipeline(config);
+  auto pipeline = make_compile_pipeline(config, setup.toolkits ? &*setup.toolkits : nullptr);
   if (!pipeline) {
     spdlog::error("{}", pipeline.error().message);
     return 1;

@@ -5,10 +5,13 @@
 // never the daemon.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
+#include "server/workers/worker_launch.h"
 
 namespace kjit {
 
@@ -17,6 +20,7 @@ namespace kjit {
 // directory.
 struct WorkerSetup {
   std::string config_text, config_path, private_dir;
+  std::optional<std::vector<ToolkitHome>> toolkits;  // the daemon's discovery; nullopt: discover
 };
 Result<WorkerSetup> read_worker_setup(int fd);
 

@@ -154,6 +154,7 @@ CompileWorkers::~CompileWorkers() {
     keep_ready_ = false;
   }
   warm_wanted_.notify_all();
+  toolkits_handed_.notify_all();
   if (warmer_.joinable()) warmer_.join();
   std::lock_guard lock(mutex_);
   for (Worker& worker : idle_) {
@@ -285,11 +286,33 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
   return Worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}};
 }
 
+void CompileWorkers::hand_toolkits(std::vector<ToolkitHome> toolkits) {
+  {
+    std::lock_guard lock(mutex_);
+    handed_toolkits_ = std::move(toolkits);
+  }
+  toolkits_handed_.notify_all();
+}
+
 Status CompileWorkers::await_ready(Worker& worker) {
   worker::Setup setup;
   setup.set_config_text(options_.launch.config_text);
   setup.set_config_path(options_.launch.config_path);
   setup.set_private_dir(worker.private_dir);
+  if (options_.launch.toolkits_from_daemon) {
+    // The worker loads its binary meanwhile, which takes longer than the
+    // daemon's discovery: this wait is seldom a wait at all.
+    std::unique_lock lock(mutex_);
+    toolkits_handed_.wait_until(lock, worker.started + k_ready_timeout,
+                                [&] { return handed_toolkits_.has_value() || stopping_; });
+    setup.set_toolkits_handed(handed_toolkits_.has_value());
+    if (handed_toolkits_)
+      for (const ToolkitHome& toolkit : *handed_toolkits_) {
+        worker::ToolkitHome& out = *setup.add_toolkits();
+        out.set_origin(toolkit.origin);
+        out.set_home(toolkit.home);
+      }
+  }
   std::string bytes;
   worker::Ready ready;
   FrameRead read = FrameRead::error;
@@ -321,6 +344,7 @@ void CompileWorkers::stop() {
   }
   freed_.notify_all();
   warm_wanted_.notify_all();
+  toolkits_handed_.notify_all();
 }
 
 Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool()>& abandoned,

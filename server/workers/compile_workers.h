@@ -111,6 +111,12 @@ class CompileWorkers {
   // this until a compile's own start succeeds (that compile reports why).
   void keep_ready();
 
+  // The toolkits the daemon discovered, given to every worker in its setup
+  // (launch.toolkits_from_daemon): workers started before this is called,
+  // which keep_ready may start while the daemon is still discovering, wait
+  // for it in their start.
+  void hand_toolkits(std::vector<ToolkitHome> toolkits);
+
  private:
   struct Worker {
     pid_t pid = -1;
@@ -160,6 +166,8 @@ class CompileWorkers {
   size_t live_ = 0;  // idle and busy
   std::vector<pid_t> busy_;
   std::set<std::string> private_dirs_;  // of every live worker, for pch_bytes
+  std::optional<std::vector<ToolkitHome>> handed_toolkits_;  // hand_toolkits
+  std::condition_variable toolkits_handed_;
   bool stopping_ = false;
   StartReport last_start_;
   WorkerCounters counters_;  // live is live_

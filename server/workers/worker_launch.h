@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/toolkit_discovery.h"
+
 namespace kjit {
 
 struct WorkerLaunch {
@@ -16,6 +18,9 @@ struct WorkerLaunch {
   // The configuration file as the daemon read it at start (empty: none),
   // sent to every new worker, so a file edited since changes nothing.
   std::string config_text, config_path;
+  // Whether the daemon hands its discovered toolkits to every worker
+  // (CompileWorkers::hand_toolkits): a worker's start then waits for them.
+  bool toolkits_from_daemon = false;
 };
 
 }  // namespace kjit

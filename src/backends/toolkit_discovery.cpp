@@ -146,4 +146,13 @@ std::vector<DiscoveredToolkit> discover_cuda_toolkits(const ToolkitSearch& searc
   return found;
 }
 
+std::vector<DiscoveredToolkit> load_cuda_toolkits(const std::string& system_home, const std::vector<ToolkitHome>& homes) {
+  std::vector<DiscoveredToolkit> found;
+  std::shared_ptr<const CudaToolkit> system = CudaToolkit::load(system_home);
+  found.push_back({"system", system->home(), system});
+  for (const ToolkitHome& toolkit : homes)
+    found.push_back({toolkit.origin, toolkit.home, CudaToolkit::load(toolkit.home, system)});
+  return found;
+}
+
 }  // namespace kjit

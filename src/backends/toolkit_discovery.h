@@ -37,6 +37,17 @@ struct DiscoveredToolkit {
 // wheel is skipped with a spdlog debug line, never an error.
 std::vector<DiscoveredToolkit> discover_cuda_toolkits(const ToolkitSearch& search);
 
+// A toolkit found beyond the system one, as a daemon hands its discovery to
+// its compile workers.
+struct ToolkitHome {
+  std::string origin;  // "wheel" or "local"
+  std::string home;
+};
+// The toolkits another process discovered, loaded without searching: the
+// system one as discover_cuda_toolkits loads it (system_home as
+// ToolkitSearch::system_home), then `homes` in their order.
+std::vector<DiscoveredToolkit> load_cuda_toolkits(const std::string& system_home, const std::vector<ToolkitHome>& homes);
+
 // The toolkit homes (nvidia/cuNN directories holding libnvrtc, libnvJitLink
 // or libnvfatbin under lib/) that `path` holds, newest CUDA major first. `path`
 // may be such a directory itself, an nvidia/ directory, a site-packages

@@ -249,18 +249,28 @@ TEST(WorkerCrash, ASegfaultAtTheMemoryBoundIsTheBoundAndElsewhereACrash) {
 
 TEST(WorkerStart, AWorkerThatCannotStartIsAClearErrorNotACrashReport) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
-  // The daemon loads the plugin, then it disappears: workers cannot.
+  // The daemon loads the plugin, then it disappears: workers started from
+  // then on cannot. The one worker the daemon started as it started may
+  // have loaded the plugin first; a compile that crashes it (or, when it
+  // could not start either, fails for the same reason) makes sure none is.
   const fs::path plugin = fs::temp_directory_path() / ("kjit-vanishing-" + std::to_string(::getpid()) + ".so");
   fs::copy_file(plugin_path("failing_pass_plugin"), plugin, fs::copy_options::overwrite_existing);
-  TestDaemon daemon({"--plugin", plugin.string(), "--no-cache"});
+  TestDaemon daemon(DaemonOptions{{"--plugin", plugin.string(), "--no-cache", "--compile-workers", "1"}, k_pipelines});
   fs::remove(plugin);
+  auto crashing = llvm_request(k_llvm_vadd, "cuda:90");
+  crashing.pipeline = "llvm-crashing";
+  auto first = Client(daemon.socket_path()).compile(crashing);
+  ASSERT_FALSE(first);
+  ASSERT_TRUE(first.error().message.find("crashed") != std::string::npos ||
+              first.error().message.find("exited with status 1") != std::string::npos)
+      << first.error().message;
   auto failed = Client(daemon.socket_path()).compile(llvm_request(k_llvm_vadd, "cuda:90"));
   ASSERT_TRUE(fails_with(failed, ErrorCode::internal, "exited with status 1"));
   EXPECT_EQ(failed.error().message.find("crashed"), std::string::npos) << failed.error().message;
   EXPECT_TRUE(daemon.running());
 }
 
-// The pool starts its workers once the daemon serves, and starts another
+// The pool starts its workers as the daemon starts, and starts another
 // when one dies, so a compile never waits for a worker to start and confine
 // itself.
 TEST(WorkerStart, WorkersAreReadyBeforeTheFirstCompileAndReplacedWhenOneDies) {

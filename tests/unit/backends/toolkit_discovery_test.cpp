@@ -122,6 +122,27 @@ TEST_F(Discovery, TheSystemToolkitComesFirstThenWheelsThenTheLocalPrefixEachOnce
             (std::vector<std::string>{"system " + path("sys"), "local " + path("local/nvidia/cu13")}));
 }
 
+// A worker loads the toolkits its daemon discovered, in the daemon's order,
+// without searching: a wheel installed since the daemon started is not
+// among them, where a search of its own would find it.
+TEST_F(Discovery, HandedHomesLoadAsDiscoveredWithoutASearch) {
+  touch("sys/include/cuda_runtime.h");
+  touch("env/nvidia/cu13/lib/libnvrtc.so.13");
+  ToolkitSearch search;
+  search.system_home = path("sys");
+  search.wheel_paths = {path("env")};
+  search.local_prefix = "";
+  const std::vector<DiscoveredToolkit> found = discover_cuda_toolkits(search);
+  ASSERT_EQ(found.size(), 2u);
+  touch("env/nvidia/cu12/lib/libnvrtc.so.12");  // installed later
+  ASSERT_EQ(discover_cuda_toolkits(search).size(), 3u);
+
+  const std::vector<DiscoveredToolkit> loaded = load_cuda_toolkits(search.system_home, {{"wheel", found[1].home}});
+  EXPECT_EQ(homes_of(loaded), homes_of(found));
+  // What a worker borrows from the system toolkit is what the daemon's did.
+  EXPECT_EQ(loaded[1].toolkit->include_dirs(), found[1].toolkit->include_dirs());
+}
+
 TEST_F(Discovery, TheSystemToolkitIsListedEvenWhenNothingLoads) {
   ToolkitSearch search;
   search.system_home = path("nothing-here");
