@@ -28,7 +28,8 @@
 namespace kjit {
 namespace {
 
-// Where a compile's automatic PCHs live, when the process keeps them: one
+// Where a compile's automatic PCHs live, when the process keeps them and
+// the source includes a header before its code (includes_a_header): one
 // directory per NVRTC library, option list and set of request headers, and
 // with request headers per caller's namespace too (header_set.h).
 // NVRTC checks a PCH against the options and the source's directives, but
@@ -41,7 +42,9 @@ std::string pch_directory(const CudaToolkit& toolkit, const NvrtcApi& nvrtc, con
   const std::optional<NvrtcPchSettings> pch = nvrtc_auto_pch();
   if (!pch) return {};
   const std::string toolchain = toolkit.home() + "\n" + nvrtc.library_path;
-  note_header_set(header_set_digest(toolchain, options, job.headers, leading_directives(job.input), ns));
+  const std::string directives = leading_directives(job.input);
+  if (!includes_a_header(directives)) return {};
+  note_header_set(header_set_digest(toolchain, options, job.headers, directives, ns));
   return pch->directory + "/" + header_set_digest(toolchain, options, job.headers, {}, ns).substr(0, 32);
 }
 

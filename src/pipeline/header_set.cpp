@@ -52,6 +52,17 @@ std::string leading_directives(std::string_view source) {
   return out;
 }
 
+bool includes_a_header(std::string_view directives) {
+  while (!directives.empty()) {
+    const size_t end = directives.find('\n');
+    std::string_view line = directives.substr(0, end);
+    directives = end == std::string_view::npos ? std::string_view{} : directives.substr(end + 1);
+    if (!line.starts_with('#')) continue;  // a continued directive's next line
+    if (trim_front(line.substr(1)).starts_with("include")) return true;
+  }
+  return false;
+}
+
 std::string header_set_digest(std::string_view toolchain, const std::vector<std::string>& options,
                               const std::map<std::string, std::string>& headers, std::string_view directives,
                               std::string_view ns) {

@@ -21,6 +21,11 @@ namespace kjit {
 // and comments between them are skipped.
 std::string leading_directives(std::string_view source);
 
+// Whether `directives` (leading_directives) include a header: a source
+// that includes nothing before its code has nothing worth a PCH, and
+// writing one (NVRTC's own builtins) would only slow its first compile.
+bool includes_a_header(std::string_view directives);
+
 // A digest (64 hex digits) of a compiler's identity (`toolchain`: whatever
 // names the compiler and what it is configured with), its options, the
 // headers given with the request (names and contents: NVRTC does not check

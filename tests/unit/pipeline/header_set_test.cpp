@@ -65,6 +65,16 @@ TEST(HeaderSet, TheCallersNamespaceMakesAnotherSetOnlyWithRequestHeaders) {
   }
 }
 
+// Only a source that includes a header before its code is worth a PCH.
+TEST(HeaderSet, ASourceIncludingNothingUpFrontWantsNoPch) {
+  EXPECT_TRUE(includes_a_header(leading_directives("#include <cub/cub.cuh>\n__global__ void k() {}\n")));
+  EXPECT_TRUE(includes_a_header(leading_directives("#define N 4\n#  include \"params.h\"\nint x;\n")));
+  EXPECT_FALSE(includes_a_header(leading_directives("__global__ void k() {}\n#include <cuda_fp16.h>\n")));
+  EXPECT_FALSE(includes_a_header(leading_directives("#define INCLUDE_ME 1\n#pragma once\nint x;\n")));
+  EXPECT_FALSE(includes_a_header(leading_directives("#define LONG \\\n  include\nint x;\n")));
+  EXPECT_FALSE(includes_a_header(""));
+}
+
 // A header set counts as a first once per process, however often it comes.
 TEST(HeaderSet, EachSetCountsAsAFirstOnce) {
   const uint64_t firsts = nvrtc_pch_counts().firsts;
