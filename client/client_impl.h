@@ -24,6 +24,7 @@ struct Client::Impl {
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
   std::unique_ptr<v1::Launcher::Stub> launcher;
   std::unique_ptr<v1::Cache::Stub> cache;
+  std::unique_ptr<v1::Recipes::Stub> recipes;
   std::unique_ptr<v1::Diagnostics::Stub> diagnostics;
   ClientOptions options;
   std::string authorization;    // "Bearer <token>", or empty

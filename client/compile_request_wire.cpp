@@ -22,4 +22,25 @@ void to_wire(const CompileRequest& request, v1::CompileRequest& wire) {
   for (const std::string& target : request.targets) wire.add_targets(target);
 }
 
+Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
+  CompileRequest request;
+  const std::optional<InputKind> kind = from_proto(wire.input().kind());
+  if (!kind)
+    return make_error(ErrorCode::invalid_argument,
+                      "input kind " + std::to_string(wire.input().kind()) + " is unknown to this client");
+  request.input_kind = *kind;
+  request.input = wire.input().data();
+  request.input_name = wire.input().name();
+  request.target = wire.target();
+  request.options.assign(wire.options().begin(), wire.options().end());
+  for (const auto& [name, content] : wire.headers()) request.headers[name] = content;
+  request.name_expressions.assign(wire.name_expressions().begin(), wire.name_expressions().end());
+  request.artifact = from_proto(wire.artifact());
+  request.pipeline = wire.pipeline();
+  for (const auto& [key, value] : wire.pass_args()) request.pass_args[key] = value;
+  request.allow_ptx_fallback = wire.allow_ptx_fallback();
+  request.targets.assign(wire.targets().begin(), wire.targets().end());
+  return request;
+}
+
 }  // namespace kjit

@@ -9,5 +9,8 @@
 namespace kjit {
 
 void to_wire(const CompileRequest& request, v1::CompileRequest& wire);
+// The other way, for a request the daemon sends back (a recipe); an input
+// kind this client does not know is an error.
+Result<CompileRequest> from_wire(const v1::CompileRequest& wire);
 
 }  // namespace kjit

@@ -1,6 +1,7 @@
 // kjit: the command line client of kjitd.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "client/cli/admin_commands.h"
 #include "client/cli/cache_commands.h"
@@ -9,7 +10,9 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/launch_commands.h"
 #include "client/cli/pipeline_command.h"
+#include "client/cli/recipe_commands.h"
 #include "client/cli/toolkits_command.h"
+#include "client/cli/warm_command.h"
 #include "kjit/client.h"
 
 namespace {
@@ -29,6 +32,16 @@ void print_status(const kjit::DaemonStatus& s) {
               static_cast<unsigned long long>(s.memory_bytes), static_cast<unsigned long long>(s.cpu_seconds),
               static_cast<unsigned long long>(s.open_files), static_cast<unsigned long long>(s.output_bytes),
               static_cast<unsigned long long>(s.timeout_seconds));
+  if (!s.fleet.targets.empty()) {
+    std::string targets;
+    for (const std::string& target : s.fleet.targets) targets += (targets.empty() ? "" : ", ") + target;
+    const auto n = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+    std::printf("fleet builds (%s): %llu queued, %llu running; since start %llu compiled, %llu already cached, "
+                "%llu failed, %llu dropped (queue full), %llu waited for clients\n",
+                targets.c_str(), n(s.fleet.queued), n(s.fleet.running), n(s.fleet.compiled), n(s.fleet.cached),
+                n(s.fleet.failed), n(s.fleet.dropped), n(s.fleet.yielded));
+    if (!s.fleet.last_failure.empty()) std::printf("  last failure: %s\n", s.fleet.last_failure.c_str());
+  }
   // The daemon sends its configuration to the local operator only.
   if (!s.settings.empty()) {
     std::printf("configuration:\n");
@@ -76,8 +89,12 @@ int main(int argc, char** argv) {
   CLI::App* toolkits = kjit::cli::add_toolkits_command(app, toolkits_args);
   kjit::cli::AdminArgs admin_args;
   CLI::App* admin = kjit::cli::add_admin_command(app, admin_args);
+  kjit::cli::RecipeArgs recipe_args;
+  CLI::App* recipes = kjit::cli::add_recipes_command(app, recipe_args);
+  kjit::cli::WarmArgs warm_args;
+  CLI::App* warm = kjit::cli::add_warm_command(app, warm_args);
   // The connection options are accepted after the subcommand too.
-  for (CLI::App* command : {compile, health, pipeline_show, cache, plan, launch, toolkits, admin})
+  for (CLI::App* command : {compile, health, pipeline_show, cache, plan, launch, toolkits, admin, recipes, warm})
     kjit::cli::add_connection_options(*command, connection_flags);
 
   try {
@@ -103,6 +120,8 @@ int main(int argc, char** argv) {
   if (*launch) return kjit::cli::run_launch(launch_args, connection);
   if (*toolkits) return kjit::cli::run_toolkits(toolkits_args, connection);
   if (*admin) return kjit::cli::run_admin(admin_args, connection);
+  if (*recipes) return kjit::cli::run_recipes(recipe_args, connection);
+  if (*warm) return kjit::cli::run_warm(warm_args, connection);
   if (*pipeline && *pipeline_show) return kjit::cli::run_pipeline_show(pipeline_args, connection);
   return kjit::cli::k_exit_usage;
 }

@@ -1,5 +1,7 @@
 #include "server/compile/cached_compiler.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 namespace kjit {
@@ -40,6 +42,57 @@ CachedCompiler::CachedCompiler(DaemonConfig config, std::shared_ptr<const Compil
   const bool key_hooked = std::any_of(pipeline_->plugins().begin(), pipeline_->plugins().end(),
                                       [](const LoadedPlugin& plugin) { return static_cast<bool>(plugin.key_hook); });
   if (!key_hooked) plan_memo_ = std::make_unique<PlanMemo>(k_plan_memo_bytes);
+  if (cache_)
+    recipes_ = std::make_unique<RecipeBook>(
+        cache_, RecipeLimits{config_.cache.max_recipes, config_.cache.max_recipe_bytes});
+  // The configuration's value was checked against its choices when read.
+  seal_ = std::make_unique<WarmupSeal>(parse_after_warmup(config_.after_warmup).value_or(AfterWarmup::off));
+  // Without a cache a fleet build would be thrown away.
+  if (cache_ && !config_.fleet_targets.empty()) {
+    FleetBuilds::Build build = [this](const CompileJob& job, const std::string& ns,
+                                      const std::function<bool()>& stopping) -> Result<FleetBuilds::Built> {
+      Result<CompileOutcome> built = compile(job, CompileScope{ns, k_fleet_label, stopping, true});
+      if (!built) return built.error();
+      return built->source == CacheSource::compiled || built->source == CacheSource::joined
+                 ? FleetBuilds::Built::compiled
+                 : FleetBuilds::Built::cached;
+    };
+    // A build starts only while the compile queue is empty (no client's
+    // compile waits or runs; the fleet runs one build at a time, so none of
+    // its own is pending here), and never on the last slot: a client that
+    // arrives after this look still finds a free one. With one slot that
+    // would be never, so there an empty queue is enough.
+    FleetBuilds::MayStart may_start;
+    if (admission_)
+      may_start = [admission = admission_.get()] {
+        const AdmissionSnapshot queue = admission->snapshot();
+        const uint64_t spare = admission->slots() > 1 ? 1 : 0;
+        return queue.pending == 0 && queue.running + spare < admission->slots();
+      };
+    fleet_ = std::make_unique<FleetBuilds>(FleetBuilds::Options{.targets = config_.fleet_targets},
+                                           std::move(build), std::move(may_start));
+  }
+}
+
+Status CachedCompiler::after_warmup(const CompileJob& job, const CompilePlan& plan, const CompileScope& scope) const {
+  if (scope.fleet) return Ok{};
+  const std::optional<SealState> seal = seal_->sealed(scope.ns);
+  if (!seal) return Ok{};
+  seal_->count_miss(scope.tenant);
+  const std::string scope_name =
+      seal->all_namespaces ? std::string("this daemon") : "namespace '" + seal->ns + "'";
+  const std::string what = "recipe " + recipe_digest(job) + " (" + job.input_name + " for " +
+                           job.target.canonical() + ", key " + plan.key.hex + ")";
+  if (seal->mode == AfterWarmup::count)
+    spdlog::info("compile after warm-up, {} sealed, tenant {}: {}", scope_name, scope.tenant, what);
+  else
+    spdlog::warn("compile after warm-up, {} sealed ({}), tenant {}: {}", scope_name, to_string(seal->mode),
+                 scope.tenant, what);
+  if (seal->mode != AfterWarmup::refuse) return Ok{};
+  return make_error(ErrorCode::failed_precondition,
+                    "warm-up of " + scope_name + " is sealed (after_warmup = \"refuse\"): " + what +
+                        " is not cached and is not compiled after warm-up; warm it (kjit warm --target " +
+                        job.target.canonical() + ") or lift the seal (kjit warm --unseal)");
 }
 
 Result<Artifact> CachedCompiler::run(const CompileJob& job, const CompilePlan& plan, const CompileScope& scope,
@@ -99,6 +152,7 @@ std::optional<CompileOutcome> CachedCompiler::memory_hit(const CompilePlan& plan
   if (!cache_) return std::nullopt;
   std::optional<CacheHit> hit = cache_->compiles_in(std::string(ns)).get_from_memory(plan.key.hex);
   if (!hit) return std::nullopt;
+  if (recipes_) recipes_->touch(ns, plan.key.hex);
   return hit_outcome(std::move(hit->entry), hit->tier, received);
 }
 
@@ -125,11 +179,13 @@ Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const Comp
   } leave{this, interest};
   const std::function<bool()> is_abandoned = [this, &stored_key] { return abandoned(stored_key); };
   if (!cache_) {
+    if (Status sealed = after_warmup(job, plan, scope); !sealed) return sealed.error();
     Result<Artifact> artifact = run(job, plan, scope, is_abandoned);
     if (!artifact) return artifact.error();
     return compiled_outcome(std::make_shared<const Artifact>(std::move(artifact.value())));
   }
   Result<CacheOutcome> outcome = entries->get_or_compile(plan.key.hex, [&]() -> Result<CacheEntry> {
+    if (Status sealed = after_warmup(job, plan, scope); !sealed) return sealed.error();
     Result<Artifact> artifact = run(job, plan, scope, is_abandoned);
     if (!artifact) return artifact.error();
     CacheEntry entry;
@@ -138,6 +194,13 @@ Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const Comp
     return entry;
   });
   if (!outcome) return outcome.error();
+  // Queued, never written here: the request's answer waits for no store.
+  // A fleet build is no client's request: the recipe's last target stays
+  // the client's.
+  if (recipes_ && !scope.fleet) recipes_->record(job, scope.ns, plan.key.hex);
+  // Queued too: the other fleet targets, after a compile (a hit's were
+  // queued when it was compiled).
+  if (fleet_ && !scope.fleet && outcome->source == CacheSource::compiled) fleet_->offer(job, scope.ns);
   if (outcome->source != CacheSource::compiled && outcome->source != CacheSource::joined)
     return hit_outcome(std::move(outcome->entry), outcome->source, received);
   return compiled_outcome(shared_artifact(std::move(outcome->entry)), outcome->source);

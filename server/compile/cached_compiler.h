@@ -18,7 +18,10 @@
 #include "server/compile/daemon_cache.h"
 #include "server/compile/compile_admission.h"
 #include "server/workers/compile_workers.h"
+#include "server/compile/fleet_builds.h"
 #include "server/compile/plan_memo.h"
+#include "server/compile/recipe_book.h"
+#include "server/compile/warmup_seal.h"
 #include "server/access/tenants.h"
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
@@ -33,6 +36,9 @@ struct CompileScope {
   // Whether this request's client went away (or its deadline passed); a
   // compile nobody waits for any more is stopped. Empty: never.
   std::function<bool()> gone;
+  // A fleet build (fleet_builds.h): part of warming, so a seal neither
+  // counts nor refuses it, and it queues no fleet builds of its own.
+  bool fleet = false;
 };
 
 struct CompileOutcome {
@@ -75,6 +81,14 @@ class CachedCompiler {
   const CompilePipeline& pipeline() const { return *pipeline_; }
   DaemonCache* cache() const { return cache_.get(); }
   CompileAdmission* admission() const { return admission_.get(); }
+  // The requests compiled here, without their targets; null without a cache.
+  RecipeBook* recipes() const { return recipes_.get(); }
+  WarmupSeal& seal() const { return *seal_; }
+  // The background builds for the fleet's other targets; null without
+  // [fleet] targets or a cache.
+  const FleetBuilds* fleet() const { return fleet_.get(); }
+  // The worker pool; null when compiles run in the daemon's process.
+  const CompileWorkers* workers() const { return workers_.get(); }
 
  private:
   DaemonConfig config_;
@@ -83,6 +97,8 @@ class CachedCompiler {
   std::shared_ptr<CompileWorkers> workers_;
   std::unique_ptr<PlanMemo> plan_memo_;  // null when a plugin hooks the key
   std::shared_ptr<CompileAdmission> admission_;
+  std::unique_ptr<RecipeBook> recipes_;
+  std::unique_ptr<WarmupSeal> seal_;
 
   // The requests waiting on each stored key's compile (their `gone`; null
   // for a caller that never goes away): a compile all of them left is
@@ -91,9 +107,15 @@ class CachedCompiler {
   mutable std::unordered_multimap<std::string, const std::function<bool()>*> interest_;
   bool abandoned(const std::string& stored_key) const;
 
+  // A miss after warm-up: counted and logged with its recipe; an error
+  // naming the seal where the seal refuses it.
+  Status after_warmup(const CompileJob& job, const CompilePlan& plan, const CompileScope& scope) const;
   // Admitted (bounded, fair), then run in a worker or here.
   Result<Artifact> run(const CompileJob& job, const CompilePlan& plan, const CompileScope& scope,
                        const std::function<bool()>& abandoned) const;
+
+  // Last: destroyed first, so no build runs into the members above.
+  std::unique_ptr<FleetBuilds> fleet_;
 };
 
 }  // namespace kjit

@@ -87,6 +87,7 @@ class CompileAdmission {
 
   AdmissionSnapshot snapshot() const;
   std::chrono::milliseconds retry_after() const { return options_.retry_after; }
+  uint32_t slots() const { return options_.slots; }
 
  private:
   void release_ticket(const std::string& tenant);

@@ -211,6 +211,15 @@ const std::vector<ConfigKey>& config_keys() {
       {.path = "cache.direct_reads", .flag = "--no-direct-reads", .kind = ConfigKind::boolean,
        .help = "publish no direct-read manifest: local clients always ask over the socket", .flag_sets = false,
        KJIT_CONFIG_FIELD(cache.direct_reads)},
+      {.path = "cache.max_recipes", .kind = ConfigKind::integer,
+       .help = "recipes (requests without their target) kept per namespace (0: none)", .min = 0, .max = k_int64,
+       KJIT_CONFIG_FIELD(cache.max_recipes)},
+      {.path = "cache.max_recipe_bytes", .kind = ConfigKind::integer,
+       .help = "bytes of recipes kept per namespace", .min = 1, .max = k_int64,
+       KJIT_CONFIG_FIELD(cache.max_recipe_bytes)},
+      {.path = "after_warmup", .flag = "--after-warmup", .kind = ConfigKind::text,
+       .help = "start sealed: a miss is counted, also warned of, or refused (off: start unsealed)",
+       .choices = {"off", "count", "warn", "refuse"}, KJIT_CONFIG_FIELD(after_warmup)},
   };
   return k_keys;
 }

@@ -65,6 +65,29 @@ Status read_toolkits(const toml::node& node, const std::string& path, std::vecto
   return Ok{};
 }
 
+// [fleet] targets: each a target kjit knows ("cuda:90", "hip:gfx942"),
+// named once.
+Status read_fleet(const toml::node& node, const std::string& path, std::vector<Target>& out) {
+  const toml::table* table = node.as_table();
+  if (!table) return config_error(path, "fleet must be a table ([fleet])");
+  out.clear();
+  for (auto&& [key, value] : *table) {
+    const std::string k(key.str());
+    if (k != "targets") return config_error(path, "unknown key fleet." + k);
+    std::vector<std::string> texts;
+    if (Status s = read_strings(value, path, "fleet.targets", texts); !s) return s;
+    for (const std::string& text : texts) {
+      Result<Target> target = parse_target(text);
+      if (!target) return config_error(path, "fleet.targets: '" + text + "': " + target.error().message);
+      for (const Target& known : out)
+        if (known == *target)
+          return config_error(path, "fleet.targets names " + target->canonical() + " more than once");
+      out.push_back(std::move(target.value()));
+    }
+  }
+  return Ok{};
+}
+
 // [[blob_sharing]]: group and/or uids, and the namespace they share. The
 // namespace follows the rule of tenants' namespaces (1-32 of [a-z0-9_-],
 // starting with a letter or digit): it becomes part of stored keys.
@@ -188,6 +211,7 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     else if (k == "toolkits") s = read_toolkits(node, path, config.toolkits);
     else if (k == "toolkit_paths") s = read_strings(node, path, k, config.toolkit_paths);
     else if (k == "blob_sharing") s = read_blob_sharing(node, path, config.blob_sharing);
+    else if (k == "fleet") s = read_fleet(node, path, config.fleet_targets);
     else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (std::optional<Status> scalar = read_scalar(k, path, node, config)) s = *scalar;
     else return config_error(path, "unknown key " + k);

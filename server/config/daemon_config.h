@@ -49,6 +49,10 @@ struct CacheConfig {
   // Publish the direct-read manifest beside the socket (direct_read_manifest.h),
   // so local clients may read blobs from the disk tier without an RPC.
   bool direct_reads = true;
+  // Recipes (server/compile/recipe_book.h): requests kept without their
+  // target, per namespace, bounded in count (0: none kept) and bytes.
+  uint64_t max_recipes = 10000;
+  uint64_t max_recipe_bytes = 256ull << 20;
 };
 
 // TLS for the TCP listener: PEM files read at start and at each reload.
@@ -157,6 +161,14 @@ struct DaemonConfig {
   std::string tileiras;
   ToolkitPolicy toolkit_policy = ToolkitPolicy::system_first;  // which toolkit builds a target
   CacheConfig cache;                             // [cache]
+  // What a miss does once warm-up is over (server/compile/warmup_seal.h):
+  // "off" (the daemon starts unsealed), or it starts sealed and a miss is
+  // counted ("count"), also logged as a warning ("warn"), or refused ("refuse").
+  std::string after_warmup = "off";
+  // [fleet] targets: the GPU types the fleet runs. A request compiled for
+  // one of them is built in the background for the others of its vendor
+  // (server/compile/fleet_builds.h); empty: none.
+  std::vector<Target> fleet_targets;
 };
 
 

@@ -32,6 +32,8 @@ grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerCont
     const std::shared_ptr<const DaemonConfig> config = config_.load();
     describe_status(*config, response);
     if (caller.is_operator()) describe_settings(*config, response);
+    // A failure's reason may quote any namespace's request: the operator's business.
+    else if (response->has_fleet()) response->mutable_fleet()->clear_last_failure();
     return grpc::Status::OK;
   });
 }
@@ -39,7 +41,8 @@ grpc::ServerUnaryReactor* DiagnosticsService::GetStatus(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* DiagnosticsService::Reload(grpc::CallbackServerContext* context, const v1::ReloadRequest*,
                                                      v1::ReloadResponse* response) {
   return gate_->serve_now(context, "Reload", [&](const Caller& caller) {
-    // A tenant's token never reaches here: the tenants file is what it would reload.
+    // Only an operator's (a tenant's token only where the file marks it operator):
+    // the tenants file is what it would reload.
     if (!caller.is_operator())
       return to_grpc_status(gate_->operators_only("reloading kjitd's configuration", ""), *context);
     if (!reload_)
@@ -73,6 +76,19 @@ void DiagnosticsService::describe_status(const DaemonConfig& config, v1::GetStat
   bounds.set_open_files(config.compile_bounds.open_files);
   bounds.set_output_bytes(config.compile_bounds.output_bytes);
   bounds.set_timeout_seconds(config.compile_timeout_s);
+  if (fleet_) {
+    const FleetStats stats = fleet_();
+    v1::FleetStatus& fleet = *response->mutable_fleet();
+    for (const Target& target : config.fleet_targets) fleet.add_targets(target.canonical());
+    fleet.set_queued(stats.queued);
+    fleet.set_running(stats.running);
+    fleet.set_compiled(stats.compiled);
+    fleet.set_cached(stats.cached);
+    fleet.set_failed(stats.failed);
+    fleet.set_dropped(stats.dropped);
+    fleet.set_yielded(stats.yielded);
+    fleet.set_last_failure(stats.last_failure);
+  }
   v1::CompileWorkersStatus& workers = *response->mutable_workers();
   if (workers_) {
     const CompileWorkers::StartReport start = workers_->last_start();

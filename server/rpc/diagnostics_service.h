@@ -13,6 +13,7 @@
 #include "server/rpc/call_gate.h"
 #include "server/config/config_reload.h"
 #include "server/config/daemon_config.h"
+#include "server/compile/fleet_builds.h"
 #include "kjit/v1/diagnostics.grpc.pb.h"
 
 namespace kjit {
@@ -37,6 +38,8 @@ class DiagnosticsService final : public v1::Diagnostics::CallbackService {
 
   // The configuration in force after a reload, as GetStatus shows it.
   void set_config(DaemonConfig config);
+  // The fleet builds' counters, as GetStatus shows them; set before serving.
+  void set_fleet(std::function<FleetStats()> fleet) { fleet_ = std::move(fleet); }
 
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context, const v1::EchoRequest* request,
                                  v1::EchoResponse* response) override;
@@ -56,6 +59,7 @@ class DiagnosticsService final : public v1::Diagnostics::CallbackService {
   Reloader reload_;
   std::shared_ptr<const CompileWorkers> workers_;
   std::shared_ptr<CallGate> gate_;
+  std::function<FleetStats()> fleet_;  // empty: no fleet builds
 };
 
 }  // namespace kjit

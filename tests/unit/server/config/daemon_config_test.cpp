@@ -2,6 +2,10 @@
 // file is refused naming the key (never converted with overflow or cut).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "server/config/daemon_config.h"
 
 namespace kjit {
@@ -148,6 +152,30 @@ TEST(DaemonConfig, BlobSharingNamesGroupsOrUidsAndANamespace) {
                           "blob_sharing = 3\n"}) {
     DaemonConfig c;
     EXPECT_FALSE(load_config_text(bad, "t", c)) << bad;
+  }
+}
+
+TEST(DaemonConfig, FleetTargetsAreKnownTargetsNamedOnce) {
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text(
+      "[fleet]\ntargets = [\"cuda:80\", \"cuda:90\", \"cuda:100\", \"cuda:107\", \"hip:gfx942\"]\n", "t", config));
+  std::vector<std::string> names;
+  for (const Target& target : config.fleet_targets) names.push_back(target.canonical());
+  EXPECT_EQ(names, (std::vector<std::string>{"cuda:80", "cuda:90", "cuda:100", "cuda:107", "hip:gfx942"}));
+  EXPECT_TRUE(DaemonConfig{}.fleet_targets.empty());
+  const std::pair<const char*, const char*> bad[] = {
+      {"[fleet]\ntargets = [\"cuda:nope\"]\n", "fleet.targets: 'cuda:nope'"},
+      {"[fleet]\ntargets = [\"cuda:90\", \"sm_90\"]\n", "cuda:90 more than once"},
+      {"[fleet]\ntargets = \"cuda:90\"\n", "fleet.targets must be an array of strings"},
+      {"[fleet]\ntargets = [90]\n", "fleet.targets must be an array of strings"},
+      {"[fleet]\ntarget = [\"cuda:90\"]\n", "unknown key fleet.target"},
+      {"fleet = 1\n", "fleet must be a table"},
+  };
+  for (const auto& [text, message] : bad) {
+    DaemonConfig c;
+    Status s = load_config_text(text, "t", c);
+    ASSERT_FALSE(s) << text;
+    EXPECT_NE(s.error().message.find(message), std::string::npos) << s.error().message;
   }
 }
 
