@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <list>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -40,21 +41,44 @@ struct MemoryStore::Shard {
     std::shared_ptr<const CacheEntry> entry;
     uint64_t bytes = 0;
     int64_t last_access_unix = 0;
+    uint64_t used = 0;  // the shard's clock at the last use: orders the owners' lists against each other
   };
   using Lru = std::list<Node>;  // front: most recently used
+  // Each owner's entries are a list of their own, so that an owner's own
+  // least recently used entry is found at once; without shares there is one.
+  struct Owner {
+    Lru lru;
+    uint64_t bytes = 0;
+    uint64_t evictions = 0;
+  };
+  struct Slot {
+    Owner* owner;  // a node of `owners`: stable while the map grows
+    Lru::iterator at;
+  };
 
   // Counters live under the shard's own lock, so the hit path touches no
   // memory shared with other shards.
   mutable std::mutex mutex;
-  Lru lru;
-  std::unordered_map<std::string, Lru::iterator, StringHash, std::equal_to<>> index;
+  std::unordered_map<std::string, Owner, StringHash, std::equal_to<>> owners;
+  std::unordered_map<std::string, Slot, StringHash, std::equal_to<>> index;
   uint64_t bytes = 0;
+  uint64_t clock = 0;
   uint64_t hits = 0, misses = 0, puts = 0, evictions = 0;
 
-  void erase(Lru::iterator it) {
-    bytes -= it->bytes;
-    index.erase(it->entry->key);
-    lru.erase(it);
+  void erase(Slot slot) {
+    bytes -= slot.at->bytes;
+    slot.owner->bytes -= slot.at->bytes;
+    index.erase(slot.at->entry->key);
+    slot.owner->lru.erase(slot.at);
+  }
+  // Evicts owner's least recently used entry; its bytes.
+  uint64_t evict(Owner& owner) {
+    const auto last = std::prev(owner.lru.end());
+    const uint64_t freed = last->bytes;
+    erase(Slot{&owner, last});
+    ++evictions;
+    ++owner.evictions;
+    return freed;
   }
 };
 
@@ -103,20 +127,31 @@ std::shared_ptr<const CacheEntry> MemoryStore::find_counting(std::string_view ke
     return nullptr;
   }
   ++shard.hits;
-  shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
-  it->second->last_access_unix = unix_seconds_now();
-  return it->second->entry;
+  Shard::Lru& lru = it->second.owner->lru;
+  lru.splice(lru.begin(), lru, it->second.at);
+  it->second.at->last_access_unix = unix_seconds_now();
+  it->second.at->used = ++shard.clock;
+  return it->second.at->entry;
 }
 
 std::shared_ptr<const CacheEntry> MemoryStore::peek(std::string_view key) const {
   Shard& shard = shard_for(key);
   std::lock_guard lock(shard.mutex);
   auto it = shard.index.find(key);
-  return it == shard.index.end() ? nullptr : it->second->entry;
+  return it == shard.index.end() ? nullptr : it->second.at->entry;
 }
 
 void MemoryStore::insert(std::shared_ptr<const CacheEntry> entry) {
   const uint64_t bytes = footprint(*entry);
+  const std::shared_ptr<const StoreShares> shares = shares_.load();
+  const std::string owner_name = options_.owner_of ? options_.owner_of(entry->key) : std::string();
+  // Each shard holds its part of every share, as it does of the bound.
+  auto shard_share = [&](std::string_view owner) -> std::optional<uint64_t> {
+    const std::optional<uint64_t> share = shares ? shares->share_of(owner) : std::nullopt;
+    if (!share) return std::nullopt;
+    return *share / shards_.size();
+  };
+  const std::optional<uint64_t> own_share = shard_share(owner_name);
   Shard& shard = shard_for(entry->key);
   std::shared_ptr<const CacheEntry> replaced;  // released after the lock
   uint64_t evicted_bytes = 0;
@@ -124,18 +159,35 @@ void MemoryStore::insert(std::shared_ptr<const CacheEntry> entry) {
     std::lock_guard lock(shard.mutex);
     ++shard.puts;
     if (auto it = shard.index.find(entry->key); it != shard.index.end()) {
-      replaced = it->second->entry;
+      replaced = it->second.at->entry;
       shard.erase(it->second);
     }
-    // Larger than the shard's whole budget: keeping it would evict everything.
-    if (bytes > shard_max_bytes_) return;
-    shard.lru.push_front(Shard::Node{entry, bytes, unix_seconds_now()});
-    shard.index.emplace(entry->key, shard.lru.begin());
+    // Larger than the shard's whole budget (or the owner's part of it):
+    // keeping it would evict everything.
+    if (bytes > shard_max_bytes_ || (own_share && bytes > *own_share)) return;
+    Shard::Owner& owner = shard.owners[owner_name];
+    owner.lru.push_front(Shard::Node{entry, bytes, unix_seconds_now(), ++shard.clock});
+    shard.index.emplace(entry->key, Shard::Slot{&owner, owner.lru.begin()});
+    owner.bytes += bytes;
     shard.bytes += bytes;
+    // An owner past its share makes room from its own entries.
+    while (own_share && owner.bytes > *own_share) evicted_bytes += shard.evict(owner);
     while (shard.bytes > shard_max_bytes_) {
-      evicted_bytes += std::prev(shard.lru.end())->bytes;
-      shard.erase(std::prev(shard.lru.end()));
-      ++shard.evictions;
+      // The least recently used entry of an owner without a share or past
+      // it; else the putting owner's own; else (shares past the bound) the
+      // least recently used of all.
+      Shard::Owner* victim = nullptr;
+      Shard::Owner* oldest = nullptr;
+      for (auto& [name, candidate] : shard.owners) {
+        if (candidate.lru.empty()) continue;
+        const uint64_t used = candidate.lru.back().used;
+        if (!oldest || used < oldest->lru.back().used) oldest = &candidate;
+        const std::optional<uint64_t> share = shard_share(name);
+        if (share && candidate.bytes <= *share) continue;
+        if (!victim || used < victim->lru.back().used) victim = &candidate;
+      }
+      if (!victim) victim = owner.lru.empty() ? oldest : &owner;
+      evicted_bytes += shard.evict(*victim);
     }
   }
   if (options_.release_memory_every == 0 || evicted_bytes == 0) return;
@@ -185,7 +237,24 @@ Result<std::vector<StoredKey>> MemoryStore::list() {
   std::vector<StoredKey> out;
   for (const auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
-    for (const Shard::Node& node : shard->lru) out.push_back({node.entry->key, node.bytes, node.last_access_unix});
+    for (const auto& [name, owner] : shard->owners)
+      for (const Shard::Node& node : owner.lru) out.push_back({node.entry->key, node.bytes, node.last_access_unix});
+  }
+  return out;
+}
+
+void MemoryStore::set_shares(std::shared_ptr<const StoreShares> shares) { shares_.store(std::move(shares)); }
+
+std::map<std::string, OwnerUsage> MemoryStore::owner_usage() const {
+  std::map<std::string, OwnerUsage> out;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mutex);
+    for (const auto& [name, owner] : shard->owners) {
+      OwnerUsage& usage = out[name];
+      usage.bytes += owner.bytes;
+      usage.entries += owner.lru.size();
+      usage.evictions += owner.evictions;
+    }
   }
   return out;
 }

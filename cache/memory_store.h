@@ -4,10 +4,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cache/store.h"
+#include "cache/store_shares.h"
 
 namespace kjit {
 
@@ -24,6 +27,8 @@ class MemoryStore final : public Store {
     // keeps much of what evictions free resident, and a daemon's RSS stood
     // up to 30 % above the budget.
     uint64_t release_memory_every = 0;
+    // Whose each entry is, for shares of the bound (set_shares).
+    OwnerOf owner_of{};
   };
 
   explicit MemoryStore(Options options);
@@ -55,6 +60,13 @@ class MemoryStore final : public Store {
   // per-entry overhead, so many tiny entries still respect the bound.
   static uint64_t footprint(const CacheEntry& entry);
 
+  // Divides the bound among the entries' owners (Options::owner_of) from
+  // the next put on, each shard holding its part of every share as it does
+  // of the bound; null: no shares.
+  void set_shares(std::shared_ptr<const StoreShares> shares);
+  // What each owner holds; an owner that held nothing is absent.
+  std::map<std::string, OwnerUsage> owner_usage() const;
+
  private:
   struct Shard;
   Shard& shard_for(std::string_view key) const;
@@ -64,6 +76,7 @@ class MemoryStore final : public Store {
   uint64_t shard_max_bytes_;
   std::atomic<uint64_t> evicted_since_release_{0};
   std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<std::shared_ptr<const StoreShares>> shares_;
 };
 
 }  // namespace kjit

@@ -37,6 +37,13 @@ CacheStats to_cache_stats(const v1::StatsResponse& response) {
   }
   read_counters(response, stats);
   read_counters(response.blobs(), stats.blobs);
+  for (const v1::NamespaceStats& ns : response.namespaces()) {
+    CacheNamespaceStats& out = stats.namespaces.emplace_back();
+    out.ns = ns.namespace_();
+    read_counters(ns, out);
+  }
+  stats.namespace_only = response.namespace_only();
+  read_counters(response.pch(), stats.pch);
   return stats;
 }
 

@@ -93,6 +93,26 @@ std::string tier_table(const std::vector<CacheTierStats>& tiers) {
   return out;
 }
 
+std::string megabytes(uint64_t bytes) { return format("%.1f MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+// Each namespace on a line (a tenant sees its own alone), its share last.
+std::string namespace_table(const CacheStats& stats) {
+  if (stats.namespaces.empty()) return {};
+  std::string out = stats.namespace_only ? "the figures above are your namespace's alone\n" : "";
+  out += format("%-20s %9s %9s %9s %13s %13s %10s %13s\n", "namespace", "lookups", "hits", "compiles", "memory",
+                "disk", "evictions", "share");
+  for (const CacheNamespaceStats& ns : stats.namespaces) {
+    out += format("%-20s %9llu %9llu %9llu %13s %13s %10llu %13s\n", ns.ns.empty() ? "(default)" : ns.ns.c_str(),
+                  static_cast<unsigned long long>(ns.lookups),
+                  static_cast<unsigned long long>(ns.memory_hits + ns.disk_hits + ns.redis_hits),
+                  static_cast<unsigned long long>(ns.compiles), megabytes(ns.memory_bytes).c_str(),
+                  megabytes(ns.disk_bytes).c_str(),
+                  static_cast<unsigned long long>(ns.memory_evictions + ns.disk_evictions),
+                  ns.max_bytes ? megabytes(ns.max_bytes).c_str() : "none");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string cache_stats_json(const CacheStats& stats) {
@@ -101,6 +121,11 @@ std::string cache_stats_json(const CacheStats& stats) {
   nlohmann::json out = counters_json(stats);
   out["tiers"] = std::move(tiers);
   out["blobs"] = counters_json(stats.blobs);
+  nlohmann::json namespaces = nlohmann::json::array();
+  for (const CacheNamespaceStats& ns : stats.namespaces) namespaces.push_back(counters_json(ns, {{"namespace", ns.ns}}));
+  out["namespaces"] = std::move(namespaces);
+  out["namespace_only"] = stats.namespace_only;
+  if (!stats.namespace_only) out["pch"] = counters_json(stats.pch);
   return out.dump();
 }
 
@@ -133,6 +158,20 @@ std::string cache_stats_text(const CacheStats& stats) {
                 static_cast<unsigned long long>(b.claim_waits), b.claim_wait_ms / 1000.0,
                 static_cast<unsigned long long>(b.claim_timeouts), static_cast<unsigned long long>(b.claims_abandoned),
                 static_cast<unsigned long long>(b.claims_refused));
+  // The workers' PCHs, the operator's answer alone, once there are any.
+  bool any_pch = false;
+  for_each_counter(stats.pch, [&any_pch](std::string_view, uint64_t value) { any_pch = any_pch || value != 0; });
+  if (!stats.namespace_only && any_pch) {
+    const CachePchStats& p = stats.pch;
+    out += format("precompiled headers (compile workers): hits %llu, written %llu, fallbacks %llu, evicted %llu, "
+                  "header sets new to a worker %llu, kept %s",
+                  static_cast<unsigned long long>(p.hits), static_cast<unsigned long long>(p.creations),
+                  static_cast<unsigned long long>(p.fallbacks), static_cast<unsigned long long>(p.evictions),
+                  static_cast<unsigned long long>(p.firsts), megabytes(p.bytes).c_str());
+    out += the_rest(p, {"hits", "creations", "fallbacks", "evictions", "firsts", "bytes"}, {});
+    out += "\n";
+  }
+  out += namespace_table(stats);
   return out;
 }
 

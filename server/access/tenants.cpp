@@ -59,11 +59,25 @@ Result<TenantRegistry> TenantRegistry::parse(std::string_view text, const std::s
     std::string digest;
     for (const auto& [key, node] : *entry) {
       const std::string_view k = key.str();
-      const std::optional<std::string> value = node.value<std::string>();
       if (k == "token" || k == "token_plain")
         return bad(path, where + ": store token_sha256 (the token's SHA-256 in hex), never the token itself");
+      if (k == "max_bytes") {
+        const std::optional<int64_t> bytes = node.value_exact<int64_t>();
+        if (!bytes || *bytes <= 0)
+          return bad(path, where + ": 'max_bytes' must be a positive integer (bytes of each bounded tier)");
+        tenant.max_bytes = static_cast<uint64_t>(*bytes);
+        continue;
+      }
+      if (k == "operator") {
+        const std::optional<bool> flag = node.value_exact<bool>();
+        if (!flag) return bad(path, where + ": 'operator' must be true or false");
+        tenant.is_operator = *flag;
+        continue;
+      }
       if (k != "name" && k != "token_sha256" && k != "namespace")
-        return bad(path, where + ": unknown key '" + std::string(k) + "' (expected name, token_sha256, namespace)");
+        return bad(path, where + ": unknown key '" + std::string(k) +
+                             "' (expected name, token_sha256, namespace, max_bytes, operator)");
+      const std::optional<std::string> value = node.value<std::string>();
       if (!value) return bad(path, where + ": '" + std::string(k) + "' must be a string");
       if (k == "name") tenant.name = *value;
       if (k == "token_sha256") digest = *value;
@@ -78,8 +92,13 @@ Result<TenantRegistry> TenantRegistry::parse(std::string_view text, const std::s
     if (!is_tenant_name(tenant.ns))
       return bad(path, "tenant '" + tenant.name + "': namespace '" + tenant.ns +
                            "' must be 1-32 characters of [a-z0-9_-], starting with a letter or digit");
-    for (const Tenant& other : registry.tenants_)
+    for (const Tenant& other : registry.tenants_) {
       if (other.name == tenant.name) return bad(path, "tenant '" + tenant.name + "' is named twice");
+      // A share is the namespace's: two values for one would leave it unclear.
+      if (other.ns == tenant.ns && other.max_bytes && tenant.max_bytes && *other.max_bytes != *tenant.max_bytes)
+        return bad(path, "tenants '" + other.name + "' and '" + tenant.name + "' share namespace '" + tenant.ns +
+                             "' with different max_bytes");
+    }
     if (registry.by_digest_.contains(digest))
       return bad(path, "tenants '" + registry.tenants_[registry.by_digest_[digest]].name + "' and '" + tenant.name +
                            "' have the same token");
@@ -87,6 +106,13 @@ Result<TenantRegistry> TenantRegistry::parse(std::string_view text, const std::s
     registry.tenants_.push_back(std::move(tenant));
   }
   return registry;
+}
+
+std::map<std::string, uint64_t, std::less<>> TenantRegistry::quotas() const {
+  std::map<std::string, uint64_t, std::less<>> out;
+  for (const Tenant& tenant : tenants_)
+    if (tenant.max_bytes) out[tenant.ns] = *tenant.max_bytes;
+  return out;
 }
 
 std::optional<Tenant> TenantRegistry::find_by_token(std::string_view token) const {

@@ -78,11 +78,11 @@ Result<Caller> CallGate::open(grpc::ServerContextBase& context, std::string_view
     return make_error(ErrorCode::unauthenticated, "the token is not valid on this daemon");
   }
   // A token decides, whoever sends it: the tenant's namespace for both
-  // kinds of entries, and no operator's rights.
+  // kinds of entries, and the operator's rights only if the file gives them.
   caller.tenant = std::move(tenant->name);
   caller.ns = std::move(tenant->ns);
   caller.blob_ns = caller.ns;
-  caller.operator_ = false;
+  caller.operator_ = tenant->is_operator;
   return caller;
 }
 

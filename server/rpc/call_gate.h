@@ -40,8 +40,9 @@ struct Caller {
   // daemon decided of it; null off the socket (TCP) and for in-process
   // listeners of tests, which cannot tell.
   std::shared_ptr<const LocalUser> user;
-  // Root, kjitd's user or admin_group's member on the socket, or anyone
-  // where no one can be told apart (no tenants, TCP). Never a tenant.
+  // Root, kjitd's user or admin_group's member on the socket, anyone where
+  // no one can be told apart (no tenants, TCP), or a tenant marked
+  // `operator = true`.
   bool operator_ = true;
   bool is_operator() const { return operator_; }
   // Metrics' and the queue's name: the tenant, else the socket user's

@@ -162,7 +162,9 @@ TEST(WorkerPch, TheFirstCompileOfAHeaderSetWritesItsPchTheSecondUsesIt) {
   KJIT_SKIP_WITHOUT_TOOLKIT();
   const uint16_t port = free_loopback_port();
   ASSERT_NE(port, 0);
-  TestDaemon daemon({"--no-cache", "--compile-workers", "1", "--metrics-port", std::to_string(port)});
+  // With a cache (each kernel is new: every compile misses), so that
+  // `kjit cache stats` answers too.
+  TestDaemon daemon({"--compile-workers", "1", "--metrics-port", std::to_string(port)});
   auto step = [&](const Kernel& kernel, double first, double create, double hit) {
     SCOPED_TRACE(kernel.name);
     auto ok = compile(daemon.socket_path(), kernel);
@@ -182,6 +184,14 @@ TEST(WorkerPch, TheFirstCompileOfAHeaderSetWritesItsPchTheSecondUsesIt) {
   const double bytes = metric_total(scrape_metrics(port), "kjit_worker_pch_bytes", {});
   EXPECT_GT(bytes, 100e6);
   EXPECT_LE(bytes, 1073741824.0);
+  // The operator's `kjit cache stats` says the same.
+  Result<CacheStats> stats = Client(daemon.socket_path()).cache_stats();
+  ASSERT_TRUE(stats) << stats.error().message;
+  EXPECT_EQ(stats->pch.firsts, 2u);
+  EXPECT_EQ(stats->pch.creations, 2u);
+  EXPECT_EQ(stats->pch.hits, 3u);
+  EXPECT_EQ(stats->pch.fallbacks, 0u);
+  EXPECT_GT(stats->pch.bytes, 100'000'000u);
 }
 
 // Two tenants sending byte-identical request headers do not share a PCH of

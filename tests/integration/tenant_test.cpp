@@ -23,13 +23,19 @@
 namespace kjit::test {
 namespace {
 
-// alpha and gamma share the namespace "team-a" on purpose; beta has its own.
+// alpha and gamma share the namespace "team-a" on purpose; beta has its own;
+// small has a share of the bounded tiers; ops is an operator with a token.
+constexpr uint64_t k_small_share = 1 << 20;
 std::string tenants_file_text() {
   return "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"" + sha256_hex("alpha-secret-token") +
          "\"\nnamespace = \"team-a\"\n"
          "[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"" + sha256_hex("beta-secret-token") + "\"\n"
          "[[tenants]]\nname = \"gamma\"\ntoken_sha256 = \"" + sha256_hex("gamma-secret-token") +
-         "\"\nnamespace = \"team-a\"\n";
+         "\"\nnamespace = \"team-a\"\n"
+         "[[tenants]]\nname = \"small\"\ntoken_sha256 = \"" + sha256_hex("small-secret-token") +
+         "\"\nmax_bytes = " + std::to_string(k_small_share) + "\n"
+         "[[tenants]]\nname = \"ops\"\ntoken_sha256 = \"" + sha256_hex("ops-secret-token") +
+         "\"\noperator = true\n";
 }
 
 // A kernel no other test compiles, so the first compile is a miss.
@@ -83,6 +89,46 @@ class TenantTest : public ::testing::Test {
     return out;
   }
 
+  static v1::StatsResponse stats(v1::Cache::Stub& cache, const std::string& token) {
+    v1::StatsResponse response;
+    grpc::ClientContext context;
+    authorize(context, token);
+    const grpc::Status status = cache.Stats(&context, v1::StatsRequest{}, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
+  static const v1::NamespaceStats* find_namespace(const v1::StatsResponse& response, const std::string& ns) {
+    for (const v1::NamespaceStats& n : response.namespaces())
+      if (n.namespace_() == ns) return &n;
+    return nullptr;
+  }
+
+  static grpc::Status put_blob(v1::Cache::Stub& cache, const std::string& token, const std::string& key,
+                               const std::string& data) {
+    v1::PutBlobRequest request;
+    request.set_namespace_("quota");
+    request.set_key(key);
+    request.set_name("kernel.cubin");
+    request.set_data(data);
+    v1::PutBlobResponse response;
+    grpc::ClientContext context;
+    authorize(context, token);
+    return cache.PutBlob(&context, request, &response);
+  }
+
+  static bool blob_found(v1::Cache::Stub& cache, const std::string& token, const std::string& key) {
+    v1::GetBlobRequest request;
+    request.set_namespace_("quota");
+    request.set_key(key);
+    request.set_name("kernel.cubin");
+    v1::GetBlobResponse response;
+    grpc::ClientContext context;
+    authorize(context, token);
+    EXPECT_TRUE(cache.GetBlob(&context, request, &response).ok());
+    return response.found();
+  }
+
   static std::set<std::string> listed(v1::Cache::Stub& cache, const std::string& token) {
     v1::ListResponse response;
     grpc::ClientContext context;
@@ -124,6 +170,84 @@ TEST_F(TenantTest, EachTenantHasItsOwnEntriesUnlessItSharesANamespace) {
   EXPECT_EQ(listed(*s.cache, "gamma-secret-token"), std::set<std::string>{alpha.response.key()});
   EXPECT_EQ(listed(*s.cache, "beta-secret-token"), std::set<std::string>{beta.response.key()});
   EXPECT_EQ(listed(*s.cache, ""), std::set<std::string>{local.response.key()});
+}
+
+// Stats tells a tenant of its own namespace alone: another tenant's
+// compiles, hits and blobs change nothing in its answer, byte for byte.
+// The operator (the socket without a token, or a tenant marked operator)
+// sees every namespace.
+TEST_F(TenantTest, StatsAnswerATenantWithItsOwnNamespaceAlone) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  TestDaemon daemon(args(temp_.path() + "/cache"));
+  Stubs s = stubs(daemon);
+  const std::string source = kernel_source("stats");
+  const v1::StatsResponse alpha_before = stats(*s.cache, "alpha-secret-token");
+  EXPECT_TRUE(alpha_before.namespace_only());
+  ASSERT_EQ(alpha_before.namespaces_size(), 1);
+  EXPECT_EQ(alpha_before.namespaces(0).namespace_(), "team-a");
+
+  Compiled first = compile(*s.compiler, "beta-secret-token", source);
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  EXPECT_EQ(compile(*s.compiler, "beta-secret-token", source).response.cache(), "memory");
+  ASSERT_TRUE(put_blob(*s.cache, "beta-secret-token", "K", "beta's bytes").ok());
+
+  const v1::StatsResponse alpha_after = stats(*s.cache, "alpha-secret-token");
+  EXPECT_EQ(alpha_after.SerializeAsString(), alpha_before.SerializeAsString())
+      << "alpha learned of beta's activity:\n" << alpha_after.DebugString();
+  EXPECT_EQ(alpha_after.DebugString().find(first.response.key()), std::string::npos);
+
+  // beta's own answer counts what beta did, and names no one else.
+  const v1::StatsResponse beta = stats(*s.cache, "beta-secret-token");
+  EXPECT_TRUE(beta.namespace_only());
+  ASSERT_EQ(beta.namespaces_size(), 1);
+  EXPECT_EQ(beta.namespaces(0).namespace_(), "beta");
+  EXPECT_EQ(beta.lookups(), 2u);
+  EXPECT_EQ(beta.compiles(), 1u);
+  EXPECT_EQ(beta.namespaces(0).memory_hits(), 1u);
+  EXPECT_GT(beta.namespaces(0).memory_bytes(), 0u);
+
+  // The operator, on the socket and by an operator's token: every namespace.
+  for (const std::string& token : {std::string(), std::string("ops-secret-token")}) {
+    const v1::StatsResponse all = stats(*s.cache, token);
+    EXPECT_FALSE(all.namespace_only()) << token;
+    const v1::NamespaceStats* of_beta = find_namespace(all, "beta");
+    ASSERT_NE(of_beta, nullptr) << token;
+    EXPECT_EQ(of_beta->compiles(), 1u);
+    EXPECT_EQ(of_beta->memory_hits(), 1u);
+    const v1::NamespaceStats* of_small = find_namespace(all, "small");
+    ASSERT_NE(of_small, nullptr) << "a namespace with a share is listed before it stores anything";
+    EXPECT_EQ(of_small->max_bytes(), k_small_share);
+    EXPECT_GE(all.compiles(), 1u);
+  }
+}
+
+// A tenant writing ten times its share stays within it in the memory and
+// disk tiers, from its own entries: another tenant's entries all stay.
+TEST_F(TenantTest, ATenantOverItsShareEvictsOnlyItsOwnEntries) {
+  TestDaemon daemon(args(temp_.path() + "/cache"));
+  Stubs s = stubs(daemon);
+  const std::string blob(32 << 10, 'b');
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(put_blob(*s.cache, "beta-secret-token", "B" + std::to_string(i), blob).ok());
+  const int floods = static_cast<int>(10 * k_small_share / blob.size());
+  for (int i = 0; i < floods; ++i) {
+    grpc::Status put = put_blob(*s.cache, "small-secret-token", "S" + std::to_string(i), blob);
+    ASSERT_TRUE(put.ok()) << put.error_message();
+  }
+  for (int i = 0; i < 20; ++i)
+    EXPECT_TRUE(blob_found(*s.cache, "beta-secret-token", "B" + std::to_string(i))) << "beta's blob " << i;
+  EXPECT_TRUE(blob_found(*s.cache, "small-secret-token", "S" + std::to_string(floods - 1)));
+  const v1::StatsResponse small = stats(*s.cache, "small-secret-token");
+  ASSERT_EQ(small.namespaces_size(), 1);
+  const v1::NamespaceStats& own = small.namespaces(0);
+  EXPECT_EQ(own.max_bytes(), k_small_share);
+  EXPECT_LE(own.memory_bytes(), k_small_share);
+  EXPECT_LE(own.disk_bytes(), k_small_share);
+  EXPECT_GT(own.memory_evictions(), 0u);
+  EXPECT_GT(own.disk_evictions(), 0u);
+  const v1::NamespaceStats* beta = find_namespace(stats(*s.cache, ""), "beta");
+  ASSERT_NE(beta, nullptr);
+  EXPECT_EQ(beta->memory_evictions(), 0u);
+  EXPECT_EQ(beta->disk_evictions(), 0u);
 }
 
 TEST_F(TenantTest, NamespacesHoldOnDiskAndInRedis) {

@@ -107,7 +107,8 @@ TEST(ClientCacheStats, TheCliPrintsWhatItPrintedBefore) {
             R"({"blobs":{"claim_hits":41,"claim_timeouts":44,"claim_wait_ms":4300,"claim_waits":42,"claims":40,)"
             R"("claims_abandoned":45,"claims_refused":46,"gets":33,"group_gets":37,"group_hits":38,"groups_put":36,)"
             R"("hits":34,"misses":35,"put_bytes":32,"put_conflicts":39,"puts":31},"compile_ms_saved":2712.5,"compiles":23,"fleet_waits":25,"joined":24,)"
-            R"("lease_timeouts":26,"lookups":21,"misses":22,"tiers":[{"answered":10,"bytes":123456789,)"
+            R"("lease_timeouts":26,"lookups":21,"misses":22,"namespace_only":false,"namespaces":[],)"
+            R"("pch":{"bytes":0,"creations":0,"evictions":0,"fallbacks":0,"firsts":0,"hits":0},"tiers":[{"answered":10,"bytes":123456789,)"
             R"("corruptions":7,"entries":5,"errors":8,"evictions":6,"hits":101,"misses":2,"puts":3,"skipped":9,)"
             R"("tier":"memory"},{"answered":20,"bytes":14,"corruptions":17,"entries":15,"errors":18,"evictions":16,)"
             R"("hits":11,"misses":12,"puts":13,"skipped":19,"tier":"disk"}]})");
@@ -124,7 +125,8 @@ TEST(ClientCacheStats, TheCliPrintsWhatItPrintedBefore) {
             R"({"blobs":{"claim_hits":0,"claim_timeouts":0,"claim_wait_ms":0,"claim_waits":0,"claims":0,)"
             R"("claims_abandoned":0,"claims_refused":0,"gets":0,"group_gets":0,"group_hits":0,"groups_put":0,"hits":0,)"
             R"("misses":0,"put_bytes":0,"put_conflicts":0,"puts":0},"compile_ms_saved":0.0,"compiles":0,"fleet_waits":0,"joined":0,"lease_timeouts":0,)"
-            R"("lookups":0,"misses":0,"tiers":[]})");
+            R"("lookups":0,"misses":0,"namespace_only":false,"namespaces":[],)"
+            R"("pch":{"bytes":0,"creations":0,"evictions":0,"fallbacks":0,"firsts":0,"hits":0},"tiers":[]})");
   EXPECT_EQ(cli::cache_stats_text(CacheStats{}),
             "tier         hits    misses     puts        bytes   entries evictions corruptions  errors\n"
             "lookups 0, misses 0, compiles 0 (joined 0, waited on other daemons 0), compile time saved 0.0 s\n"
@@ -132,6 +134,50 @@ TEST(ClientCacheStats, TheCliPrintsWhatItPrintedBefore) {
             "put_conflicts 0\n"
             "claims on blob groups: granted 0, answered with the group 0, waits 0 (0.0 s), timed out 0, abandoned 0, "
             "refused 0\n");
+}
+
+// The compile workers' precompiled headers on a line of their own, once
+// there are any, and never in a tenant's answer.
+TEST(ClientCacheStats, TheCliPrintsTheWorkersPrecompiledHeaders) {
+  CacheStats stats;
+  stats.pch = {5, 2, 1, 0, 2, 3u << 20};
+  const std::string text = cli::cache_stats_text(stats);
+  EXPECT_NE(text.find("precompiled headers (compile workers): hits 5, written 2, fallbacks 1, evicted 0, "
+                      "header sets new to a worker 2, kept 3.0 MiB\n"),
+            std::string::npos)
+      << text;
+  stats.namespace_only = true;
+  EXPECT_EQ(cli::cache_stats_text(stats).find("precompiled headers"), std::string::npos);
+  EXPECT_EQ(cli::cache_stats_json(stats).find("\"pch\""), std::string::npos);
+}
+
+// Each namespace on a line after the daemon's figures; a tenant's answer
+// says that the figures are its namespace's alone.
+TEST(ClientCacheStats, TheCliPrintsEachNamespace) {
+  CacheStats stats;
+  CacheNamespaceStats team;
+  team.ns = "team-a";
+  team.lookups = 7;
+  team.memory_hits = 4;
+  team.disk_hits = 1;
+  team.compiles = 2;
+  team.memory_bytes = 3 << 20;
+  team.disk_bytes = 1 << 20;
+  team.memory_evictions = 5;
+  team.max_bytes = 4 << 20;
+  stats.namespaces = {CacheNamespaceStats{}, team};
+  const std::string text = cli::cache_stats_text(stats);
+  EXPECT_NE(text.find("namespace              lookups      hits  compiles        memory          disk  evictions         share\n"
+                      "(default)                    0         0         0       0.0 MiB       0.0 MiB          0          none\n"
+                      "team-a                       7         5         2       3.0 MiB       1.0 MiB          5       4.0 MiB\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("alone"), std::string::npos);
+  stats.namespace_only = true;
+  EXPECT_NE(cli::cache_stats_text(stats).find("the figures above are your namespace's alone\n"), std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(cli::cache_stats_json(stats));
+  EXPECT_EQ(json.at("namespaces").at(1).at("namespace"), "team-a");
+  EXPECT_EQ(json.at("namespaces").at(1).at("max_bytes"), 4 << 20);
 }
 
 // --json carries every counter under its name, from the same table.

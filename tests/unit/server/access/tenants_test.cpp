@@ -75,6 +75,32 @@ TEST(Tenants, RefusesMalformedFilesNamingTheProblem) {
   }
 }
 
+TEST(Tenants, ReadsSharesAndOperatorsAndRefusesBadOnes) {
+  const std::string alpha = "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"" + k_alpha_digest + "\"\n";
+  const std::string beta = "[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"" + k_beta_digest + "\"\n";
+  Result<TenantRegistry> registry =
+      TenantRegistry::parse(alpha + "max_bytes = 1048576\n" + beta + "operator = true\n", "t.toml");
+  ASSERT_TRUE(registry) << registry.error().message;
+  EXPECT_EQ(registry->find_by_token("alpha-token")->max_bytes, 1048576u);
+  EXPECT_FALSE(registry->find_by_token("alpha-token")->is_operator);
+  EXPECT_FALSE(registry->find_by_token("beta-token")->max_bytes);
+  EXPECT_TRUE(registry->find_by_token("beta-token")->is_operator);
+  EXPECT_EQ(registry->quotas(), (std::map<std::string, uint64_t, std::less<>>{{"alpha", 1048576}}));
+
+  for (const std::string& bad : {"max_bytes = 0\n", "max_bytes = -5\n", "max_bytes = \"1G\"\n", "max_bytes = 1.5\n",
+                                 "operator = \"yes\"\n", "operator = 1\n"}) {
+    Result<TenantRegistry> refused = TenantRegistry::parse(alpha + bad, "t.toml");
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument) << bad;
+    EXPECT_NE(refused.error().message.find(bad.substr(0, bad.find(' '))), std::string::npos) << refused.error().message;
+  }
+  // One namespace, one share: two tenants of it may not state two.
+  Result<TenantRegistry> two = TenantRegistry::parse(
+      alpha + "namespace = \"team\"\nmax_bytes = 1000\n" + beta + "namespace = \"team\"\nmax_bytes = 2000\n", "t.toml");
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message.find("different max_bytes"), std::string::npos) << two.error().message;
+}
+
 TEST(Tenants, AMissingFileIsAFailedPrecondition) {
   Result<TenantRegistry> registry = TenantRegistry::load_file("/nonexistent/kjit/tenants.toml");
   ASSERT_FALSE(registry);

@@ -16,6 +16,7 @@
 #include "cache/tiered_cache.h"
 #include "server/compile/blob_store.h"
 #include "server/compile/compile_admission.h"
+#include "server/compile/namespace_counters.h"
 #include "server/workers/compile_workers.h"
 #include "server/observe/metrics.h"
 #include "support/loopback.h"
@@ -80,6 +81,18 @@ MetricsSources fake_sources(bool draining) {
     a.refused = 11;
     a.pending_by_tenant = {{"team-a", 4}, {"team-b", 1}};
     return a;
+  };
+  s.namespaces = [] {
+    NamespaceStats team;
+    team.ns = "team-a";
+    team.hits[index_of(CacheTier::memory)] = 6;
+    team.misses = 2;
+    team.compiles = 2;
+    team.memory_bytes = 3000;
+    team.disk_bytes = 5000;
+    team.disk_evictions = 9;
+    team.max_bytes = 8000;
+    return std::vector<NamespaceStats>{NamespaceStats{}, team};
   };
   s.draining = [draining] { return draining; };
   return s;
@@ -180,6 +193,17 @@ TEST_F(MetricsTest, SourcesAreReadAtEachScrape) {
   EXPECT_EQ(sample(text, "kjit_compile_queue_pending_by_tenant", {{"tenant", "team-b"}}), 1);
   EXPECT_EQ(sample(text, "kjit_compile_refused_total"), 11);
   EXPECT_EQ(sample(text, "kjit_draining"), 1);
+
+  EXPECT_EQ(sample(text, "kjit_namespace_lookups_total", {{"namespace", "team-a"}}), 8);
+  EXPECT_EQ(sample(text, "kjit_namespace_hits_total", {{"namespace", "team-a"}, {"tier", "memory"}}), 6);
+  EXPECT_EQ(sample(text, "kjit_namespace_compiles_total", {{"namespace", "team-a"}}), 2);
+  EXPECT_EQ(sample(text, "kjit_namespace_stored_bytes", {{"namespace", "team-a"}, {"tier", "memory"}}), 3000);
+  EXPECT_EQ(sample(text, "kjit_namespace_stored_bytes", {{"namespace", "team-a"}, {"tier", "disk"}}), 5000);
+  EXPECT_EQ(sample(text, "kjit_namespace_evictions_total", {{"namespace", "team-a"}, {"tier", "disk"}}), 9);
+  EXPECT_EQ(sample(text, "kjit_namespace_quota_bytes", {{"namespace", "team-a"}}), 8000);
+  EXPECT_EQ(sample(text, "kjit_namespace_stored_bytes", {{"namespace", "(default)"}, {"tier", "memory"}}), 0);
+  EXPECT_TRUE(std::isnan(sample(text, "kjit_namespace_quota_bytes", {{"namespace", "(default)"}})))
+      << "a namespace without a share has no quota sample";
 
   EXPECT_NE(text.find("# TYPE kjit_cache_hits_total counter"), std::string::npos);
   EXPECT_NE(text.find("# TYPE kjit_compile_queue_pending gauge"), std::string::npos);
