@@ -137,23 +137,65 @@ Result<CacheEntry> decode_entry(std::string&& bytes, std::string_view expected_k
 
 namespace {
 
-Result<EntryLayout> verify_entry(std::string_view bytes, std::string_view expected_key) {
-  if (bytes.size() < k_entry_header_bytes) return corrupt("shorter than its header");
-  if (bytes.substr(0, k_entry_magic.size()) != k_entry_magic) return corrupt("bad magic");
-  const uint32_t version = load_le<uint32_t>(bytes, k_offset_version);
+// The header's sizes, checked against the entry's length.
+struct EntrySizes {
+  uint64_t key = 0, metadata = 0;
+};
+
+Result<EntrySizes> check_header(std::string_view header, uint64_t entry_bytes) {
+  if (header.size() < k_entry_header_bytes || entry_bytes < k_entry_header_bytes)
+    return corrupt("shorter than its header");
+  if (header.substr(0, k_entry_magic.size()) != k_entry_magic) return corrupt("bad magic");
+  const uint32_t version = load_le<uint32_t>(header, k_offset_version);
   if (version != k_entry_format_version)
     return corrupt("format version " + std::to_string(version) + ", expected " +
                    std::to_string(k_entry_format_version));
-  const uint64_t key_size = load_le<uint32_t>(bytes, k_offset_key_size);
-  const uint64_t metadata_size = load_le<uint64_t>(bytes, k_offset_metadata_size);
-  const uint64_t payload_size = load_le<uint64_t>(bytes, k_offset_payload_size);
+  const uint64_t key_size = load_le<uint32_t>(header, k_offset_key_size);
+  const uint64_t metadata_size = load_le<uint64_t>(header, k_offset_metadata_size);
+  const uint64_t payload_size = load_le<uint64_t>(header, k_offset_payload_size);
   // Checked one at a time against what is left, so no sum can overflow.
-  uint64_t left = bytes.size() - k_entry_header_bytes;
+  uint64_t left = entry_bytes - k_entry_header_bytes;
   if (key_size > k_max_entry_key_bytes || key_size > left) return corrupt("bad key size");
   left -= key_size;
   if (metadata_size > k_max_entry_metadata_bytes || metadata_size > left) return corrupt("bad metadata size");
   left -= metadata_size;
   if (payload_size != left) return corrupt("payload size does not match the entry's length");
+  return EntrySizes{key_size, metadata_size};
+}
+
+}  // namespace
+
+Result<uint64_t> entry_head_size(std::string_view header, uint64_t entry_bytes) {
+  Result<EntrySizes> sizes = check_header(header, entry_bytes);
+  if (!sizes) return sizes.error();
+  return k_entry_header_bytes + sizes->key + sizes->metadata;
+}
+
+Result<CacheEntry> decode_entry_head(std::string_view head) {
+  if (head.size() < k_entry_header_bytes) return corrupt("shorter than its header");
+  const uint64_t key_size = load_le<uint32_t>(head, k_offset_key_size);
+  const uint64_t metadata_size = load_le<uint64_t>(head, k_offset_metadata_size);
+  const uint64_t payload_size = load_le<uint64_t>(head, k_offset_payload_size);
+  // The whole entry's length as the header states it: a head is the entry's first bytes.
+  if (key_size > k_max_entry_key_bytes || metadata_size > k_max_entry_metadata_bytes ||
+      payload_size > UINT64_MAX - k_entry_header_bytes - key_size - metadata_size)
+    return corrupt("bad sizes");
+  Result<EntrySizes> sizes =
+      check_header(head, k_entry_header_bytes + key_size + metadata_size + payload_size);
+  if (!sizes) return sizes.error();
+  if (head.size() != k_entry_header_bytes + sizes->key + sizes->metadata)
+    return corrupt("head is not the header, key and metadata");
+  return entry_from_metadata(head.substr(k_entry_header_bytes + sizes->key, sizes->metadata),
+                             std::string(head.substr(k_entry_header_bytes, sizes->key)), {});
+}
+
+namespace {
+
+Result<EntryLayout> verify_entry(std::string_view bytes, std::string_view expected_key) {
+  Result<EntrySizes> sizes = check_header(bytes, bytes.size());
+  if (!sizes) return sizes.error();
+  const uint64_t key_size = sizes->key;
+  const uint64_t metadata_size = sizes->metadata;
 
   std::string_view key = bytes.substr(k_entry_header_bytes, key_size);
   if (!expected_key.empty() && key != expected_key) return corrupt("holds another key");

@@ -81,6 +81,15 @@ Result<CacheEntry> decode_entry(std::string_view bytes, std::string_view expecte
 // short-lived buffer the size of the entry left between long-lived ones.
 Result<CacheEntry> decode_entry(std::string&& bytes, std::string_view expected_key);
 
+// An entry's key and metadata without its payload, for a listing that says
+// what an entry is (a blob's identity) without reading a large file whole.
+// entry_head_size: how many first bytes decode_entry_head needs, from the
+// fixed header (k_entry_header_bytes) and the entry's whole size. The head
+// is not checked against the checksum, which covers the payload too: never
+// serve what it reads (decode_entry does that). Errors as decode_entry's.
+Result<uint64_t> entry_head_size(std::string_view header, uint64_t entry_bytes);
+Result<CacheEntry> decode_entry_head(std::string_view head);
+
 // True for errors produced by decode_entry, which callers count as
 // corruptions rather than tier failures.
 bool is_corrupt_entry_error(const Error& error);

@@ -158,6 +158,13 @@ BlobClaim::BlobClaim(BlobClaim&&) noexcept = default;
 BlobClaim& BlobClaim::operator=(BlobClaim&&) noexcept = default;
 BlobClaim::~BlobClaim() = default;
 
+BlobClaim BlobClaim::found(BlobGroup group) {
+  auto impl = std::make_unique<Impl>();
+  impl->outcome = Outcome::hit;
+  impl->group = std::move(group);
+  return BlobClaim(std::move(impl));
+}
+
 BlobClaim::Outcome BlobClaim::outcome() const { return impl_->outcome; }
 const BlobGroup& BlobClaim::group() const { return impl_->group; }
 const std::string& BlobClaim::claim_id() const { return impl_->claim_id; }

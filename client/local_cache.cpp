@@ -2,10 +2,13 @@
 // no puts), and the mapping of its entries to the public CompileResult.
 #include "kjit/local_cache.h"
 
+#include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <utility>
 
 #include "cache/disk_store.h"
+#include "pipeline/blob_key.h"
 
 namespace kjit {
 
@@ -40,6 +43,20 @@ CompileResult to_compile_result(CacheEntry&& entry, double lookup_ms) {
   return out;
 }
 
+// The blob stored under identity, or nullopt: absent, or another identity
+// under the same key (which a daemon would not serve either).
+Result<std::optional<std::string>> read_blob(DiskStore& store, std::string_view kind, std::string_view ns,
+                                             std::string_view key, std::string_view name) {
+  Result<std::optional<CacheEntry>> found = store.get(blob_cache_key(kind, ns, key, name));
+  if (!found) return found.error();
+  if (!found->has_value()) return std::optional<std::string>();
+  CacheEntry& entry = **found;
+  if (!entry.blob || *entry.blob != BlobIdentity{std::string(kind), std::string(ns), std::string(key),
+                                                   std::string(name)})
+    return std::optional<std::string>();
+  return std::optional<std::string>(std::move(entry.artifact.bytes));
+}
+
 }  // namespace
 
 LocalCache::LocalCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -67,6 +84,29 @@ Result<std::optional<CompileResult>> LocalCache::get(const std::string& key) con
   if (!found->has_value()) return std::optional<CompileResult>();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return std::optional<CompileResult>(to_compile_result(std::move(**found), ms));
+}
+
+Result<std::optional<BlobGroup>> LocalCache::get_blob_group(const std::string& ns, const std::string& key,
+                                                            const std::string& group) const {
+  Result<std::optional<std::string>> names = read_blob(*impl_->store, k_blob_group_kind, ns, key, group);
+  if (!names) return names.error();
+  if (!names->has_value()) return std::optional<BlobGroup>();
+  BlobGroup out;
+  for (const std::string& name : decode_blob_group_names(**names)) {
+    Result<std::optional<std::string>> data = read_blob(*impl_->store, k_blob_kind, ns, key, name);
+    if (!data) return data.error();
+    if (!data->has_value()) return std::optional<BlobGroup>();
+    out.members.push_back(Blob{name, std::move(**data)});
+  }
+  return std::optional<BlobGroup>(std::move(out));
+}
+
+Result<BlobClaim> LocalCache::claim_blob_group(const Client& client, const std::string& ns, const std::string& key,
+                                               const std::string& group, std::chrono::milliseconds wait) const {
+  // A read that fails is no answer: the daemon has the group, or the claim.
+  Result<std::optional<BlobGroup>> local = get_blob_group(ns, key, group);
+  if (local && local->has_value()) return BlobClaim::found(std::move(**local));
+  return client.claim_blob_group(ns, key, group, wait);
 }
 
 }  // namespace kjit

@@ -1,7 +1,10 @@
 // Direct reads of the disk cache a kjitd on this host writes (its --cache-dir),
-// with no RPC: the cheapest way to get a kernel some daemon compiled before.
+// with no RPC: the cheapest way to get a kernel some daemon compiled before,
+// or a blob group a program that compiles for itself stored (claiming the
+// group through a Client on a miss).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +42,38 @@ class LocalCache {
   // Errors: invalid_argument for a string that cannot be a key, internal for
   // an I/O failure other than the entry being absent.
   Result<std::optional<CompileResult>> get(const std::string& key) const;
+
+  // Blob groups, for a program that runs NVRTC itself and keeps what it
+  // compiles in kjit (Client::put_blob, then put_blob_group), so that every
+  // process on the host compiles each group once:
+  //
+  //   Result<BlobClaim> got = cache.claim_blob_group(client, "my-app", key, "kernel", 10min);
+  //   if (!got) ...                       // compile without a claim (resource_exhausted: too many waiting)
+  //   else if (got->outcome() == BlobClaim::Outcome::hit) use(got->group());
+  //   else { compile; client.put_blob(...); client.put_blob_group(...); }  // claimed, or timed_out
+  //
+  // The group read here, each member checked as the daemon checks it (its
+  // checksum and the blob identity recorded in it), with no RPC; else
+  // Client::claim_blob_group: the group someone put meanwhile, or the claim
+  // (one caller at a time, across the daemons sharing Redis too, held while
+  // the BlobClaim lives: destroying it hands it to the next waiter, putting
+  // the group ends it and answers every waiter), or timed_out after waiting
+  // `wait` for another holder. A local read that fails (a file this user
+  // may not read) asks the daemon instead. Fields are the daemon's to
+  // check: a claim on a bad one is invalid_argument.
+  //
+  // Read here are only the blobs of the daemon's default namespace, the
+  // operator's (what kjitd's own user or root put over the socket), in
+  // files only kjitd's user may open: a process of that user reads them.
+  // Any other user's, or a tenant's, blobs are stored under other names
+  // (its namespace's, and a key of its own): they always miss here, and the
+  // claim call brings them.
+  Result<BlobClaim> claim_blob_group(const Client& client, const std::string& ns, const std::string& key,
+                                     const std::string& group, std::chrono::milliseconds wait) const;
+  // The read alone: std::nullopt when the group or any member is missing.
+  // Errors: internal for an I/O failure other than an entry being absent.
+  Result<std::optional<BlobGroup>> get_blob_group(const std::string& ns, const std::string& key,
+                                                  const std::string& group) const;
 
  private:
   struct Impl;

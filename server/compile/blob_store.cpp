@@ -9,13 +9,6 @@
 namespace kjit {
 namespace {
 
-// Length-prefixed, so no choice of fields can spell another choice's input.
-void append_field(std::string& out, std::string_view field) {
-  out += std::to_string(field.size());
-  out += ':';
-  out += field;
-}
-
 std::string quoted(std::string_view value) {
   constexpr size_t k_quoted = 80;
   std::string out(value.substr(0, k_quoted));
@@ -23,28 +16,6 @@ std::string quoted(std::string_view value) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   if (value.size() > k_quoted) out += "...";
   return out;
-}
-
-// A group's payload: its member names, one a line (names have no control
-// characters, so the spelling is unambiguous).
-std::string encode_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) {
-    out += name;
-    out += '\n';
-  }
-  return out;
-}
-
-std::vector<std::string> decode_names(std::string_view bytes) {
-  std::vector<std::string> names;
-  while (!bytes.empty()) {
-    size_t end = bytes.find('\n');
-    if (end == std::string_view::npos) end = bytes.size();
-    if (end > 0) names.emplace_back(bytes.substr(0, end));
-    bytes.remove_prefix(std::min(bytes.size(), end + 1));
-  }
-  return names;
 }
 
 }  // namespace
@@ -66,21 +37,6 @@ Status check_blob_field(std::string_view field, std::string_view value, bool is_
                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
     return bad("contains a control character");
   return Ok{};
-}
-
-std::string blob_cache_key(std::string_view kind, std::string_view ns, std::string_view key, std::string_view name) {
-  std::string input(k_blob_key_domain);
-  input += '\0';
-  append_field(input, kind);
-  append_field(input, ns);
-  append_field(input, key);
-  append_field(input, name);
-  return sha256_hex(input) + std::string(k_blob_key_suffix);
-}
-
-bool is_blob_cache_key(std::string_view text) {
-  return text.size() == 64 + k_blob_key_suffix.size() && text.ends_with(k_blob_key_suffix) &&
-         is_key_hex(text.substr(0, 64));
 }
 
 BlobStore::BlobStore(uint64_t max_blob_bytes, std::shared_ptr<KeyClaims> claims, BlobClaimLimits claim_limits)
@@ -155,7 +111,7 @@ Result<BlobPutOutcome> BlobStore::put_group(const NamespacedCache& blobs, std::s
   entry.blob = BlobIdentity{std::string(k_blob_group_kind), std::string(ns), std::string(key), std::string(group)};
   entry.key = blob_cache_key(k_blob_group_kind, ns, key, group);
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
-  entry.artifact.bytes = encode_names(names);
+  entry.artifact.bytes = encode_blob_group_names(names);
   ++groups_put_;
   BlobPutOutcome outcome = store_first(blobs, std::move(entry));
   // Whoever put it, whether or not it was there already: the group is
@@ -175,7 +131,7 @@ Result<BlobGroupAnswer> BlobStore::get_group(const NamespacedCache& blobs, std::
   if (!manifest) return answer;
   answer.found = true;
   uint64_t budget_used = 0;
-  for (std::string& name : decode_names(manifest->entry->artifact.bytes)) {
+  for (std::string& name : decode_blob_group_names(manifest->entry->artifact.bytes)) {
     // Names become file names on the client: one that was not checked on
     // the way in (an entry written by other means) never goes out.
     if (!check_blob_field("name", name, true)) continue;

@@ -34,19 +34,13 @@
 #include "cache/blob_stats.h"
 #include "cache/cache_source.h"
 #include "cache/tiered_cache.h"
+#include "pipeline/blob_key.h"
 #include "server/compile/blob_claims.h"
 #include "server/compile/namespaced_cache.h"
 #include "kjit/status.h"
 
 namespace kjit {
 
-inline constexpr std::string_view k_blob_kind = "client-blob";
-inline constexpr std::string_view k_blob_group_kind = "client-blob-group";
-inline constexpr std::string_view k_blob_key_suffix = "-blob";
-// What blob keys hash before their fields. Versioned, so a change of spelling
-// can never read an old entry as new; published to direct readers
-// (direct_read_manifest.h), which derive the same keys.
-inline constexpr std::string_view k_blob_key_domain = "kjit client blob key v1";
 // Bounds on what a client names: a name is a file name on the client's side.
 inline constexpr size_t k_max_blob_field_bytes = 256;
 inline constexpr size_t k_max_blob_group_names = 1024;
@@ -56,11 +50,6 @@ inline constexpr size_t k_max_blob_group_names = 1024;
 // not ".".
 Status check_blob_field(std::string_view field, std::string_view value, bool is_file_name);
 
-// The cache key of a blob (kind k_blob_kind) or a group (k_blob_group_kind).
-std::string blob_cache_key(std::string_view kind, std::string_view ns, std::string_view key, std::string_view name);
-
-// Whether text is spelled as blob_cache_key spells keys.
-bool is_blob_cache_key(std::string_view text);
 
 struct BlobHit {
   std::shared_ptr<const CacheEntry> entry;  // entry->artifact.bytes is the blob

@@ -7,18 +7,22 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "cache/disk_store.h"
 #include "kjit/client.h"
 #include "sample_entries.h"
+#include "server/compile/blob_store.h"
 #include "support/cuda_kernels.h"
 #include "support/daemon_test.h"
+#include "support/eventually.h"
 #include "temp_dir.h"
 
 namespace kjit::test {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 // Writes entry into directory as a daemon would (no fsync: tests only).
 void put_entry(const std::string& directory, const CacheEntry& entry) {
@@ -160,6 +164,104 @@ TEST(LocalCache, AHitCountsAsAUseForEviction) {
   auto read = cache->get(entry.key);
   ASSERT_TRUE(read && read->has_value());
   EXPECT_GT(fs::last_write_time(path), old + std::chrono::minutes(59));
+}
+
+
+// A blob entry as kjitd stores one for the operator (the default namespace:
+// plain names), under the daemon's own key derivation.
+CacheEntry blob_entry(std::string_view kind, const std::string& ns, const std::string& key, const std::string& name,
+                      std::string bytes) {
+  CacheEntry entry;
+  entry.key = blob_cache_key(kind, ns, key, name);
+  entry.artifact.bytes = std::move(bytes);
+  entry.blob = BlobIdentity{std::string(kind), ns, key, name};
+  return entry;
+}
+
+TEST(LocalCache, ReadsABlobGroupAsTheDaemonStoresIt) {
+  TempDir dir;
+  put_entry(dir.path(), blob_entry(k_blob_kind, "app", "K", "a.cubin", "cubin A"));
+  put_entry(dir.path(), blob_entry(k_blob_kind, "app", "K", "b.json", "{}"));
+  put_entry(dir.path(), blob_entry(k_blob_group_kind, "app", "K", "kernel", "a.cubin\nb.json"));
+  auto cache = LocalCache::open(dir.path());
+  ASSERT_TRUE(cache) << cache.error().message;
+  auto group = cache->get_blob_group("app", "K", "kernel");
+  ASSERT_TRUE(group) << group.error().message;
+  ASSERT_TRUE(group->has_value());
+  ASSERT_EQ((*group)->members.size(), 2u);
+  EXPECT_EQ((*group)->members[0].name, "a.cubin");
+  EXPECT_EQ((*group)->members[0].data, "cubin A");
+  EXPECT_EQ((*group)->members[1].data, "{}");
+  EXPECT_TRUE((*group)->complete());
+
+  // Another group name, namespace or key is another entry: a miss.
+  for (auto [ns, key, name] : {std::tuple{"app", "K", "other"}, {"other-app", "K", "kernel"}, {"app", "L", "kernel"}}) {
+    auto missed = cache->get_blob_group(ns, key, name);
+    ASSERT_TRUE(missed) << missed.error().message;
+    EXPECT_FALSE(missed->has_value()) << ns << " " << key << " " << name;
+  }
+  // A group whose member is gone, or an entry recording another identity
+  // under the group's key, is not served.
+  put_entry(dir.path(), blob_entry(k_blob_group_kind, "app", "M", "kernel", "a.cubin"));
+  CacheEntry forged = blob_entry(k_blob_group_kind, "app", "N", "kernel", "a.cubin");
+  forged.blob->key = "K";
+  put_entry(dir.path(), forged);
+  for (const char* key : {"M", "N"}) {
+    auto missed = cache->get_blob_group("app", key, "kernel");
+    ASSERT_TRUE(missed) << missed.error().message;
+    EXPECT_FALSE(missed->has_value()) << key;
+  }
+}
+
+// A program that compiles for itself: one holder of a group's claim at a
+// time, a waiter that gets the group once the holder puts it, and later
+// callers that read it here without asking the daemon.
+TEST(LocalCache, ClaimsABlobGroupOnAMissAndReadsItLocallyOncePut) {
+  TempDir dir;
+  const std::string cache_dir = dir.path() + "/cache";
+  TestDaemon daemon({"--cache-dir", cache_dir});
+  Client client(daemon.socket_path());
+  auto cache = LocalCache::open(cache_dir);
+  ASSERT_TRUE(cache) << cache.error().message;
+
+  Result<BlobClaim> holder = cache->claim_blob_group(client, "nvrtc-app", "K", "kernel", 0ms);
+  ASSERT_TRUE(holder) << holder.error().message;
+  ASSERT_EQ(holder->outcome(), BlobClaim::Outcome::claimed);
+  Result<BlobClaim> second = cache->claim_blob_group(client, "nvrtc-app", "K", "kernel", 0ms);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->outcome(), BlobClaim::Outcome::timed_out) << "one holder at a time";
+
+  Result<CacheStats> before = client.cache_stats();
+  ASSERT_TRUE(before);
+  auto waiter = std::async(std::launch::async, [&] {
+    return cache->claim_blob_group(Client(daemon.socket_path()), "nvrtc-app", "K", "kernel", 30s);
+  });
+  ASSERT_TRUE(eventually([&] {
+    Result<CacheStats> stats = client.cache_stats();
+    return stats && stats->blobs.claim_waits == before->blobs.claim_waits + 1;
+  }));
+  ASSERT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "the waiter returned while the claim was held";
+  ASSERT_TRUE(client.put_blob("nvrtc-app", "K", "k.cubin", "the cubin of K"));
+  ASSERT_TRUE(client.put_blob_group("nvrtc-app", "K", "kernel", {"k.cubin"}));
+  Result<BlobClaim> got = waiter.get();
+  ASSERT_TRUE(got) << got.error().message;
+  ASSERT_EQ(got->outcome(), BlobClaim::Outcome::hit);
+  ASSERT_EQ(got->group().members.size(), 1u);
+  EXPECT_EQ(got->group().members[0].data, "the cubin of K");
+  EXPECT_TRUE(holder->release()) << "fulfilled already: nothing to release";
+
+  // Now on disk: read here, the client never asked (it names no daemon).
+  Client nowhere(dir.path() + "/nobody.sock", ClientOptions{2s});
+  Result<BlobClaim> local = cache->claim_blob_group(nowhere, "nvrtc-app", "K", "kernel", 30s);
+  ASSERT_TRUE(local) << local.error().message;
+  ASSERT_EQ(local->outcome(), BlobClaim::Outcome::hit);
+  EXPECT_TRUE(local->claim_id().empty());
+  ASSERT_EQ(local->group().members.size(), 1u);
+  EXPECT_EQ(local->group().members[0].data, "the cubin of K");
+  // A miss here goes to the daemon, which that client cannot reach.
+  Result<BlobClaim> missed = cache->claim_blob_group(nowhere, "nvrtc-app", "L", "kernel", 0ms);
+  ASSERT_FALSE(missed);
+  EXPECT_EQ(missed.error().code, ErrorCode::unavailable) << missed.error().message;
 }
 
 }  // namespace

@@ -120,6 +120,13 @@ TEST_F(LocalUsersTest, OneUsersBlobsAreNeitherReplacedNorSeenNorRemovedByAnother
   // The operator lists its own namespace, not the users'.
   const std::string root_list = as("root", daemon, {"ls"});
   EXPECT_EQ(std::count(root_list.begin(), root_list.end(), '\n'), 2) << root_list;
+  // Listed by blob namespace, each entry with its identity, read from the
+  // header of a file named with B's own tag.
+  EXPECT_EQ(as(k_user_b, daemon, {"ls", "triton"}), "OK \n" + a_key + " client-blob triton K k.cubin\n");
+  EXPECT_EQ(as(k_user_b, daemon, {"ls", "cuda.core"}), "OK\n");
+  const std::string root_blobs = as("root", daemon, {"ls", "triton"});
+  EXPECT_TRUE(root_blobs.ends_with(" client-blob triton K op.cubin\n")) << root_blobs;
+  EXPECT_EQ(std::count(root_blobs.begin(), root_blobs.end(), '\n'), 2) << root_blobs;
 
   // 5. B's rm of A's key reaches B's own namespace only: A keeps its blob
   // (B's own goes; it is stored again for the steps below).

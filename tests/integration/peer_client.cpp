@@ -7,6 +7,7 @@
 //   kjit_test_peer_client SOCKET grant                  -> OK <namespace> <names key in hex> | OK refused <reason>
 //   kjit_test_peer_client SOCKET read PATH | list DIR   -> OK <bytes>/<names> | ERR errno <message> (no RPC)
 //   kjit_test_peer_client SOCKET ls                     -> OK, then one key a line
+//   kjit_test_peer_client SOCKET ls NS                  -> OK, then "<key> <kind> <ns> <key> <name>" a line (one blob namespace)
 //   kjit_test_peer_client SOCKET rm KEY | explain KEY | gc | verify | stats
 // With KJIT_TEST_TOKEN set, the call carries it (authorization: Bearer).
 #include <grpcpp/grpcpp.h>
@@ -105,11 +106,17 @@ int main(int argc, char** argv) {
     grpc::Status status = cache->GetBlob(&context, request, &response);
     return answer(status, response.found() ? "found " + response.data() : "missing");
   }
-  if (op == "ls") {
+  if (op == "ls" && args.size() <= 3) {
+    kjit::v1::ListRequest request;
+    if (args.size() == 3) request.set_blob_namespace(args[2]);
     kjit::v1::ListResponse response;
-    grpc::Status status = cache->List(&context, kjit::v1::ListRequest{}, &response);
+    grpc::Status status = cache->List(&context, request, &response);
     std::string keys;
-    for (const auto& entry : response.entries()) keys += "\n" + entry.key();
+    for (const auto& entry : response.entries()) {
+      keys += "\n" + entry.key();
+      if (args.size() == 3)
+        keys += " " + entry.blob_kind() + " " + entry.blob_namespace() + " " + entry.blob_key() + " " + entry.blob_name();
+    }
     return answer(status, keys);
   }
   if (op == "rm" && args.size() == 3) {

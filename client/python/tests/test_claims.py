@@ -127,6 +127,74 @@ time.sleep(600)
         child.wait()
 
 
+def test_a_holder_that_stops_answering_loses_its_claim_to_keepalive(daemon, client):
+    """A holder whose host vanishes never closes its connection: stopped
+    (SIGSTOP), its kernel still acknowledges TCP but nothing answers kjitd's
+    HTTP/2 pings, so kjitd drops the connection, and the claim, within its
+    keepalive bound (10 s between pings, 5 s for the answer)."""
+    key = unique("K")
+    child = subprocess.Popen([sys.executable, "-c", """
+import sys, time, kjit
+claim = kjit.Client(sys.argv[1]).claim_blob_group(sys.argv[2], sys.argv[3], "k.json", 0)
+print(claim.outcome, flush=True)
+time.sleep(600)
+""", daemon.tcp, NS, key], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "claimed"
+        stopped = time.monotonic()
+        os.kill(child.pid, signal.SIGSTOP)
+        thread, box = claim_in_thread(daemon, key, wait=120.0)
+        thread.join()
+        claim, _ = box
+        took = time.monotonic() - stopped
+        assert claim.outcome == "claimed", "the stopped holder kept its claim for %.1f s" % took
+        assert took < 40, took
+        claim.cancel()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_waiter_notices_a_daemon_that_stops_answering(tmp_path):
+    """The other way round: a waiter's daemon whose host vanishes. The client
+    pings every 20 s while a call is open and gives up on a ping unanswered
+    for 10 s (gRPC's own default: 60 s), so the waiter hears of it within
+    30 s, long before its 120 s wait is over."""
+    from conftest import Daemon
+    stopped_daemon = Daemon(tmp_path)
+    stopped_daemon.start()
+    try:
+        key = unique("K")
+        with kjit.Client(stopped_daemon.socket) as holder_client:
+            holder = holder_client.claim_blob_group(NS, key, "k.json", 0)
+            assert holder.outcome == "claimed"
+            before = waits(holder_client)
+            box = []
+
+            def run():
+                with kjit.Client(stopped_daemon.socket) as other:
+                    try:
+                        box.append(other.claim_blob_group(NS, key, "k.json", 120.0))
+                    except kjit.KjitError as error:
+                        box.append(error)
+
+            thread = threading.Thread(target=run)
+            thread.start()
+            wait_until(lambda: waits(holder_client) == before + 1)
+            stopped = time.monotonic()
+            os.kill(stopped_daemon.process.pid, signal.SIGSTOP)
+            thread.join(timeout=90)
+            took = time.monotonic() - stopped
+            assert not thread.is_alive(), "the waiter still waits on a daemon silent for %.0f s" % took
+            assert isinstance(box[0], kjit.KjitError), box[0]
+            assert took < 45, took
+            os.kill(stopped_daemon.process.pid, signal.SIGCONT)
+            holder.cancel()
+    finally:
+        os.kill(stopped_daemon.process.pid, signal.SIGCONT)
+        stopped_daemon.stop()
+
+
 def _compile_holding(client, key, fail: bool, meanwhile=lambda: None):
     """A stand-in for a compiler's compile: it misses, takes the claim (held by
     kjit._claims while this frame's caller waits on it), runs meanwhile(),

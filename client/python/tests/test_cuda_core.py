@@ -81,8 +81,9 @@ def test_the_cache_api(daemon, monkeypatch):
     long_key = b"k" * 500  # past a blob key's 256 bytes: hashed
     cache[long_key] = b"long"
     assert cache[long_key] == b"long"
-    with pytest.raises(NotImplementedError):
-        len(cache)
+    assert len(cache) == 1, "the long key's program; the first was deleted"
+    cache.clear()
+    assert len(cache) == 0
     assert cache  # truthy all the same
     # No daemon: a miss, never an error.
     gone = ProgramCache(str(Path(daemon.root) / "nobody.sock"), timeout=2)
@@ -90,3 +91,48 @@ def test_the_cache_api(daemon, monkeypatch):
         gone[b"\x02" * 32]
     gone[b"\x02" * 32] = b"dropped"
     cache.close()
+
+
+def test_len_and_clear_count_and_remove_this_caches_programs_alone(daemon, client):
+    from kjit.cuda_core import ProgramCache
+    mine = ProgramCache(daemon.socket, namespace=unique("cuda-core-len"), wait=0)
+    other = ProgramCache(daemon.socket, namespace=unique("cuda-core-len"), wait=0)
+    assert len(mine) == 0
+    keys = [bytes([i]) * 32 for i in range(3)]
+    for i, key in enumerate(keys):
+        mine[key] = b"program %d" % i
+    mine[keys[0]] = b"program 0"  # stored already: still one program
+    other[keys[0]] = b"another's"
+    # Another blob of the same namespace, not a program: neither counted nor removed.
+    client.put_blob(mine.namespace, "not-a-program", "notes", b"x")
+    assert len(mine) == 3 and len(other) == 1
+    listed = client.cache_list(blob_namespace=mine.namespace)
+    assert {e.blob_kind for e in listed if e.blob_name == "program"} == {"client-blob", "client-blob-group"}
+    assert all(e.blob_namespace == mine.namespace for e in listed)
+    assert len(listed) == 7, [(e.blob_kind, e.blob_key, e.blob_name) for e in listed]
+    mine.clear()
+    assert len(mine) == 0
+    for key in keys:
+        assert mine.get(key) is None
+    assert other[keys[0]] == b"another's" and len(other) == 1
+    assert client.get_blob(mine.namespace, "not-a-program", "notes") == b"x"
+    assert [e.blob_name for e in client.cache_list(blob_namespace=mine.namespace)] == ["notes"]
+    other.clear()
+    # Through the TCP listener too, where the same caller is the operator.
+    over_tcp = ProgramCache(daemon.tcp, namespace=other.namespace, wait=0)
+    over_tcp[keys[1]] = b"tcp"
+    assert len(over_tcp) == 1 and len(other) == 1
+    over_tcp.clear()
+    assert len(other) == 0
+    for cache in (mine, other, over_tcp):
+        cache.close()
+
+
+def test_len_without_kjitd_raises(daemon):
+    from kjit import KjitError
+    from kjit.cuda_core import ProgramCache
+    gone = ProgramCache(str(Path(daemon.root) / "nobody.sock"), timeout=2)
+    with pytest.raises(KjitError):
+        len(gone)
+    with pytest.raises(KjitError):
+        gone.clear()

@@ -66,8 +66,8 @@ def explain(a, b, **compile_args) -> Call:
     return Call("cache.Explain", explain_request(a, b, compile_args), _read(ExplainResult))
 
 
-def cache_list(limit) -> Call:
-    return Call("cache.List", cache_pb2.ListRequest(limit=limit),
+def cache_list(limit, *, blob_namespace) -> Call:
+    return Call("cache.List", cache_pb2.ListRequest(limit=limit, blob_namespace=blob_namespace or ""),
                 lambda response: [convert(CacheListing, e) for e in response.entries])
 
 

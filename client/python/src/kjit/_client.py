@@ -163,9 +163,13 @@ class Client(_Base):
         arguments, or a source keyed with compile_args."""
         return self._send(_calls.explain(a, b, **compile_args), timeout)
 
-    def cache_list(self, limit: int = 0, *, timeout: Optional[float] = None) -> List[CacheListing]:
-        """The disk tier's entries, most recently used first (limit 0: all)."""
-        return self._send(_calls.cache_list(limit), timeout)
+    def cache_list(self, limit: int = 0, *, blob_namespace: Optional[str] = None,
+                   timeout: Optional[float] = None) -> List[CacheListing]:
+        """The disk tier's entries, most recently used first (limit 0: all).
+
+        blob_namespace: only your blobs and groups put under that namespace,
+        each with its identity (blob_kind, blob_namespace, blob_key, blob_name)."""
+        return self._send(_calls.cache_list(limit, blob_namespace=blob_namespace), timeout)
 
     def cache_remove(self, key: str, *, timeout: Optional[float] = None) -> None:
         return self._send(_calls.cache_remove(key), timeout)

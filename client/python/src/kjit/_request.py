@@ -21,6 +21,16 @@ CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", -1),
     ("grpc.max_metadata_size", 64 << 20),
     ("grpc.absolute_max_metadata_size", 64 << 20),
+    # A claim's waiter may wait long on a quiet stream: ping the daemon every
+    # 20 s while calls are open, so one whose host vanished is noticed within
+    # 30 s rather than at the wait's end (kjitd admits pings every 10 s).
+    ("grpc.keepalive_time_ms", 20000),
+    ("grpc.keepalive_timeout_ms", 10000),
+    ("grpc.http2.max_pings_without_data", 0),
+    # Older gRPCs space pings 5 min apart without the first; newer ones wait
+    # 60 s for a ping's answer without the second.
+    ("grpc.http2.min_time_between_pings_ms", 20000),
+    ("grpc.http2.ping_timeout_ms", 10000),
 ]
 
 DEFAULT_TIMEOUT = 600.0

@@ -88,9 +88,10 @@ class Client(_Base):
         """See kjit.Client.explain."""
         return await self._send(_calls.explain(a, b, **compile_args), timeout)
 
-    async def cache_list(self, limit: int = 0, *, timeout: Optional[float] = None) -> List[CacheListing]:
+    async def cache_list(self, limit: int = 0, *, blob_namespace: Optional[str] = None,
+                         timeout: Optional[float] = None) -> List[CacheListing]:
         """See kjit.Client.cache_list."""
-        return await self._send(_calls.cache_list(limit), timeout)
+        return await self._send(_calls.cache_list(limit, blob_namespace=blob_namespace), timeout)
 
     async def cache_remove(self, key: str, *, timeout: Optional[float] = None) -> None:
         return await self._send(_calls.cache_remove(key), timeout)

@@ -74,9 +74,12 @@ class ProgramCache(ProgramCacheResource):
     program (None: $KJIT_CUDA_CORE_CLAIM_WAIT, else 600; 0: no claims).
     timeout: seconds each call to kjitd may take.
 
-    len() and clear() are not offered: kjitd keeps blobs by a hash of their
-    identity and does not enumerate a namespace's (kjit cache ls lists the
-    caller's entries, kjit cache gc collects them)."""
+    len() counts the programs stored under this cache's namespace among the
+    caller's blobs in kjitd's disk tier (every put reaches it; what it has
+    evicted is gone), and clear() removes them from every tier; both ask
+    kjitd (Cache.List with blob_namespace, Cache.Remove) and raise
+    kjit.KjitError when it cannot answer, or has no disk tier. Another
+    process may put or remove programs meanwhile."""
 
     def __init__(self, address=None, token: Optional[str] = None, tls_ca=None, *, namespace: Optional[str] = None,
                  wait: Optional[float] = None, timeout: float = 30.0):
@@ -177,14 +180,29 @@ class ProgramCache(ProgramCacheResource):
             self._failed(error)
             raise KeyError(key) from None
 
+    def _programs(self):
+        """This namespace's program entries in kjitd: groups and their members."""
+        client = self._remote() or self._reconnect()
+        return [entry for entry in client.cache_list(blob_namespace=self.namespace) if entry.blob_name == _NAME]
+
+    def _reconnect(self):
+        # len() and clear() answer or raise: a recent failure does not make them guess.
+        self._down_until = 0.0
+        return self._remote()
+
     def __len__(self) -> int:
-        raise NotImplementedError("kjitd does not count a namespace's blobs; kjit cache ls lists your entries")
+        from kjit._direct import GROUP_KIND  # noqa: PLC0415
+        return sum(1 for entry in self._programs() if entry.blob_kind == GROUP_KIND)
 
     def __bool__(self) -> bool:
         return True  # a cache, whatever len() would say
 
     def clear(self) -> None:
-        raise NotImplementedError("kjitd does not enumerate a namespace's blobs; kjit cache gc collects your entries")
+        from kjit._direct import GROUP_KIND  # noqa: PLC0415
+        client = self._remote() or self._reconnect()
+        # Groups first: a program is then a miss before its bytes go.
+        for entry in sorted(self._programs(), key=lambda e: e.blob_kind != GROUP_KIND):
+            client.cache_remove(entry.key)
 
     def close(self) -> None:
         with self._lock:
