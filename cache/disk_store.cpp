@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "cache/atomic_file.h"
@@ -86,6 +88,7 @@ bool read_exactly(int fd, std::string& out, size_t size) {
 
 struct DiskStore::ScannedFile {
   std::string key;
+  std::string owner;
   std::string path;
   uint64_t bytes = 0;
   int64_t mtime_ns = 0;
@@ -96,6 +99,7 @@ struct DiskStore::Scan {
   uint64_t entries = 0;
   uint64_t temp_files_removed = 0;
   std::vector<ScannedFile> files;  // only when asked for
+  std::map<std::string, OwnerUsage> owners;
 };
 
 std::string default_disk_cache_directory() {
@@ -120,6 +124,7 @@ Result<std::unique_ptr<DiskStore>> DiskStore::open(Options options) {
   if (!scanned) return scanned.error();
   store->approx_bytes_ = static_cast<int64_t>(scanned->bytes);
   store->approx_entries_ = static_cast<int64_t>(scanned->entries);
+  store->recount(scanned->owners);
   store->last_scan_ns_ = steady_ns();
   return store;
 }
@@ -195,8 +200,12 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
         (void)::fchmodat(dir_fd, file->d_name, mode_of(key), 0);
       out.bytes += static_cast<uint64_t>(st.st_size);
       ++out.entries;
+      std::string whose = owner(key);
+      OwnerUsage& usage = out.owners[whose];
+      usage.bytes += static_cast<uint64_t>(st.st_size);
+      ++usage.entries;
       if (collect_files)
-        out.files.push_back(ScannedFile{std::string(key), fan_path + "/" + std::string(file_name),
+        out.files.push_back(ScannedFile{std::string(key), std::move(whose), fan_path + "/" + std::string(file_name),
                                         static_cast<uint64_t>(st.st_size), to_ns(st.st_mtim)});
     }
     ::closedir(dir);
@@ -206,7 +215,37 @@ Result<DiskStore::Scan> DiskStore::scan(bool collect_files) {
   return out;
 }
 
-void DiskStore::remove_corrupt(const std::string& path, uint64_t inode, uint64_t bytes) {
+void DiskStore::account(const std::string& whose, int64_t bytes, int64_t entries, uint64_t evictions) {
+  std::lock_guard lock(owners_mutex_);
+  OwnerUsage& usage = owners_[whose];
+  usage.bytes = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(usage.bytes) + bytes));
+  usage.entries = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(usage.entries) + entries));
+  usage.evictions += evictions;
+}
+
+void DiskStore::recount(const std::map<std::string, OwnerUsage>& scanned) {
+  std::lock_guard lock(owners_mutex_);
+  for (auto& [whose, usage] : owners_) usage.bytes = usage.entries = 0;
+  for (const auto& [whose, usage] : scanned) {
+    owners_[whose].bytes = usage.bytes;
+    owners_[whose].entries = usage.entries;
+  }
+}
+
+uint64_t DiskStore::owner_bytes(const std::string& whose) const {
+  std::lock_guard lock(owners_mutex_);
+  auto found = owners_.find(whose);
+  return found == owners_.end() ? 0 : found->second.bytes;
+}
+
+void DiskStore::set_shares(std::shared_ptr<const StoreShares> shares) { shares_.store(std::move(shares)); }
+
+std::map<std::string, OwnerUsage> DiskStore::owner_usage() const {
+  std::lock_guard lock(owners_mutex_);
+  return owners_;
+}
+
+void DiskStore::remove_corrupt(std::string_view key, const std::string& path, uint64_t inode, uint64_t bytes) {
   ++counters_.corruptions;
   // Another process may have published a good entry over the bad one since
   // it was read; only the inode that failed is removed.
@@ -214,6 +253,7 @@ void DiskStore::remove_corrupt(const std::string& path, uint64_t inode, uint64_t
   if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == inode && ::unlink(path.c_str()) == 0) {
     approx_bytes_ -= static_cast<int64_t>(bytes);
     --approx_entries_;
+    account(owner(key), -static_cast<int64_t>(bytes), -1);
   }
 }
 
@@ -245,7 +285,7 @@ Result<std::optional<CacheEntry>> DiskStore::get(std::string_view key) {
                                  : Result<CacheEntry>(make_error(ErrorCode::internal, "corrupt entry: short read"));
   if (!entry) {
     spdlog::warn("disk cache: removing {}: {}", path, entry.error().message);
-    remove_corrupt(path, static_cast<uint64_t>(st.st_ino), size);
+    remove_corrupt(key, path, static_cast<uint64_t>(st.st_ino), size);
     ++counters_.misses;
     return std::optional<CacheEntry>();
   }
@@ -257,6 +297,27 @@ Result<std::optional<CacheEntry>> DiskStore::get(std::string_view key) {
     (void)::futimens(file.fd, times);
   }
   ++counters_.hits;
+  return std::optional<CacheEntry>(std::move(entry).value());
+}
+
+Result<std::optional<CacheEntry>> DiskStore::read_head(std::string_view key) const {
+  if (!valid_key(key)) return bad_key(key);
+  const std::string path = path_for(key);
+  Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::optional<CacheEntry>();
+    return io_error("open", path, errno);
+  }
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return io_error("stat", path, errno);
+  std::string header;
+  if (!read_exactly(file.fd, header, k_entry_header_bytes)) return std::optional<CacheEntry>();
+  Result<uint64_t> head_size = entry_head_size(header, static_cast<uint64_t>(st.st_size));
+  if (!head_size) return std::optional<CacheEntry>();
+  std::string head;
+  if (!read_exactly(file.fd, head, *head_size)) return std::optional<CacheEntry>();
+  Result<CacheEntry> entry = decode_entry_head(head);
+  if (!entry || entry->key != key) return std::optional<CacheEntry>();
   return std::optional<CacheEntry>(std::move(entry).value());
 }
 
@@ -282,31 +343,45 @@ Status DiskStore::put(const CacheEntry& entry) {
     return written;
   }
   ++counters_.puts;
-  approx_bytes_ += static_cast<int64_t>(encoded.size()) - (replacing ? static_cast<int64_t>(old.st_size) : 0);
+  const int64_t added = static_cast<int64_t>(encoded.size()) - (replacing ? static_cast<int64_t>(old.st_size) : 0);
+  approx_bytes_ += added;
   if (!replacing) ++approx_entries_;
-  after_put();
+  const std::string whose = owner(entry.key);
+  account(whose, added, replacing ? 0 : 1);
+  after_put(whose);
   return Ok{};
 }
 
-void DiskStore::after_put() {
+void DiskStore::after_put(const std::string& whose) {
+  const std::shared_ptr<const StoreShares> shares = shares_.load();
+  const std::optional<uint64_t> share = shares ? shares->share_of(whose) : std::nullopt;
+  const bool over_share = share && owner_bytes(whose) > *share;
   const bool over = approx_bytes_.load() > static_cast<int64_t>(options_.max_bytes);
   const bool stale = steady_ns() - last_scan_ns_.load() >
                      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.rescan_interval).count();
-  if (!over && !stale) return;
+  if (!over && !stale && !over_share) return;
   // One maintenance pass per process at a time; other puts carry on.
   if (maintenance_running_.exchange(true)) return;
+  if (over_share) {
+    // An owner past its share makes room from its own entries alone.
+    const auto target = static_cast<uint64_t>(static_cast<double>(*share) * options_.low_watermark);
+    Result<GcReport> report =
+        collect(target, /*wait_for_lock=*/false, [&](std::string_view key) { return owner(key) == whose; });
+    if (!report) spdlog::warn("disk cache: gc of a share failed: {}", report.error().message);
+  }
   if (stale && !over) {
     // Picks up what other processes wrote since the last scan, which may
     // itself show the directory over its bound.
     if (Result<Scan> scanned = scan(/*collect_files=*/false); scanned) {
       approx_bytes_ = static_cast<int64_t>(scanned->bytes);
       approx_entries_ = static_cast<int64_t>(scanned->entries);
+      recount(scanned->owners);
       last_scan_ns_ = steady_ns();
     }
   }
   if (approx_bytes_.load() > static_cast<int64_t>(options_.max_bytes)) {
     const auto target = static_cast<uint64_t>(static_cast<double>(options_.max_bytes) * options_.low_watermark);
-    Result<GcReport> report = collect(target, /*wait_for_lock=*/false);
+    Result<GcReport> report = collect(target, /*wait_for_lock=*/false, {}, &whose);
     if (!report) spdlog::warn("disk cache: gc failed: {}", report.error().message);
   }
   maintenance_running_ = false;
@@ -324,6 +399,7 @@ Status DiskStore::remove(std::string_view key) {
   }
   approx_bytes_ -= st.st_size;
   --approx_entries_;
+  account(owner(key), -static_cast<int64_t>(st.st_size), -1);
   return Ok{};
 }
 
@@ -369,7 +445,7 @@ Result<DiskStore::VerifyReport> DiskStore::verify() {
     // Unlike get(), a hit here is not a use: the mtime is left alone.
     if (size <= k_max_entry_file_bytes && read_exactly(file.fd, bytes, size) && decode_entry(bytes, f.key)) continue;
     spdlog::warn("disk cache: verify removes {}", f.path);
-    remove_corrupt(f.path, static_cast<uint64_t>(st.st_ino), size);
+    remove_corrupt(f.key, f.path, static_cast<uint64_t>(st.st_ino), size);
     ++report.removed;
   }
   return report;
@@ -381,7 +457,8 @@ Result<DiskStore::GcReport> DiskStore::gc(uint64_t max_bytes,
 }
 
 Result<DiskStore::GcReport> DiskStore::collect(uint64_t max_bytes, bool wait_for_lock,
-                                               const std::function<bool(std::string_view key)>& in_scope) {
+                                               const std::function<bool(std::string_view key)>& in_scope,
+                                               const std::string* putting_owner) {
   const std::string lock_path = root_ + "/" + std::string(k_gc_lock_name);
   Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock.fd < 0) return io_error("open", lock_path, errno);
@@ -403,27 +480,46 @@ Result<DiskStore::GcReport> DiskStore::collect(uint64_t max_bytes, bool wait_for
     report.entries_before = files.size();
     report.bytes_before = 0;
     for (const ScannedFile& f : files) report.bytes_before += f.bytes;
+  } else {
+    recount(scanned->owners);
   }
   std::sort(files.begin(), files.end(),
             [](const ScannedFile& a, const ScannedFile& b) { return a.mtime_ns < b.mtime_ns; });
   uint64_t bytes = report.bytes_before;
   uint64_t entries = report.entries_before;
-  for (const ScannedFile& f : files) {
-    if (bytes <= max_bytes) break;
-    struct stat st {};
-    if (::stat(f.path.c_str(), &st) != 0) {  // already gone: someone else removed it
+  std::map<std::string, OwnerUsage>& held = scanned->owners;  // as files go
+  std::vector<char> done(files.size(), 0);
+  // One pass over the files, least recently used first, taking those `pick` accepts.
+  auto pass = [&](const std::function<bool(const ScannedFile&)>& pick) {
+    for (size_t i = 0; i < files.size() && bytes > max_bytes; ++i) {
+      const ScannedFile& f = files[i];
+      if (done[i] || !pick(f)) continue;
+      struct stat st {};
+      const bool gone = ::stat(f.path.c_str(), &st) != 0;  // someone else removed it
+      // Used or replaced since the scan: no longer the least recently used.
+      if (!gone && to_ns(st.st_mtim) != f.mtime_ns) continue;
+      if (!gone && ::unlink(f.path.c_str()) != 0) continue;
+      done[i] = 1;
       bytes -= f.bytes;
       --entries;
-      continue;
+      held[f.owner].bytes -= std::min(held[f.owner].bytes, f.bytes);
+      if (gone) continue;
+      ++report.removed_entries;
+      report.removed_bytes += f.bytes;
+      account(f.owner, -static_cast<int64_t>(f.bytes), -1, 1);
     }
-    // Used or replaced since the scan: no longer the least recently used.
-    if (to_ns(st.st_mtim) != f.mtime_ns) continue;
-    if (::unlink(f.path.c_str()) != 0) continue;
-    bytes -= f.bytes;
-    --entries;
-    ++report.removed_entries;
-    report.removed_bytes += f.bytes;
+  };
+  const std::shared_ptr<const StoreShares> shares = shares_.load();
+  if (shares && !in_scope && putting_owner) {
+    // Owners without a share or past it first; then the putting owner's
+    // own; then (shares past the bound) anyone's.
+    pass([&](const ScannedFile& f) {
+      const std::optional<uint64_t> share = shares->share_of(f.owner);
+      return !share || held[f.owner].bytes > *share;
+    });
+    pass([&](const ScannedFile& f) { return f.owner == *putting_owner; });
   }
+  pass([](const ScannedFile&) { return true; });
   report.bytes_after = bytes;
   report.entries_after = entries;
   counters_.evictions += report.removed_entries;

@@ -21,10 +21,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "cache/store.h"
+#include "cache/store_shares.h"
 
 namespace kjit {
 
@@ -61,6 +64,8 @@ class DiskStore final : public Store {
     std::function<unsigned(std::string_view key)> entry_mode{};
     // The format root and its fan-out directories; 0: as the umask makes them.
     unsigned directory_mode = 0;
+    // Whose each entry is, for shares of the bound (set_shares).
+    OwnerOf owner_of{};
   };
 
   struct VerifyReport {
@@ -90,6 +95,11 @@ class DiskStore final : public Store {
   // last_access_unix is the file's mtime (see touch_interval).
   Result<std::vector<StoredKey>> list() override;
 
+  // The key and metadata of key's entry (artifact.bytes empty), read without
+  // its payload and unverified (decode_entry_head): what a listing shows of
+  // an entry. Counts nothing, keeps the entry's recency, removes nothing;
+  // nullopt when there is no such file or it is not a whole entry.
+  Result<std::optional<CacheEntry>> read_head(std::string_view key) const;
   // Reads and verifies every entry, removing those that fail.
   Result<VerifyReport> verify();
 
@@ -98,6 +108,15 @@ class DiskStore final : public Store {
   // With in_scope, only the entries whose keys it accepts are counted and
   // removed (one namespace's share of a shared tier).
   Result<GcReport> gc(uint64_t max_bytes, const std::function<bool(std::string_view key)>& in_scope = {});
+
+  // Divides the bound among the entries' owners (Options::owner_of) from
+  // the next put on: an owner past its share is collected down to
+  // low_watermark of it, from its own entries, and a full tier evicts the
+  // entries of owners without a share or past it first (store_shares.h).
+  // Null: no shares.
+  void set_shares(std::shared_ptr<const StoreShares> shares);
+  // What each owner holds, approximate as bytes and entries are.
+  std::map<std::string, OwnerUsage> owner_usage() const;
 
   // Where the entry for key lives (whether or not it exists).
   std::string path_for(std::string_view key) const;
@@ -112,13 +131,21 @@ class DiskStore final : public Store {
   explicit DiskStore(Options options, std::string root);
 
   Result<Scan> scan(bool collect_files);
+  // With putting_owner (a put's own collection), shares order the victims.
   Result<GcReport> collect(uint64_t max_bytes, bool wait_for_lock,
-                           const std::function<bool(std::string_view key)>& in_scope = {});
-  void remove_corrupt(const std::string& path, uint64_t inode, uint64_t bytes);
+                           const std::function<bool(std::string_view key)>& in_scope = {},
+                           const std::string* putting_owner = nullptr);
+  void remove_corrupt(std::string_view key, const std::string& path, uint64_t inode, uint64_t bytes);
+  std::string owner(std::string_view key) const { return options_.owner_of ? options_.owner_of(key) : std::string(); }
+  // Adds to an owner's figures (negative: takes away).
+  void account(const std::string& owner, int64_t bytes, int64_t entries, uint64_t evictions = 0);
+  // An owner's figures from a whole scan; evictions are kept.
+  void recount(const std::map<std::string, OwnerUsage>& scanned);
+  uint64_t owner_bytes(const std::string& owner) const;
   // Makes a fan-out directory (or the root) with directory_mode.
   bool make_directory(const std::string& path) const;
   unsigned mode_of(std::string_view key) const { return options_.entry_mode ? options_.entry_mode(key) : 0644; }
-  void after_put();
+  void after_put(const std::string& owner);
 
   Options options_;
   std::string root_;  // <directory>/v<format>
@@ -127,6 +154,9 @@ class DiskStore final : public Store {
   std::atomic<int64_t> last_scan_ns_{0};  // steady clock
   std::atomic<bool> maintenance_running_{false};
   StoreCounters counters_;
+  std::atomic<std::shared_ptr<const StoreShares>> shares_;
+  mutable std::mutex owners_mutex_;
+  std::map<std::string, OwnerUsage> owners_;  // approximate, as approx_bytes_
 };
 
 }  // namespace kjit

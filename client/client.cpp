@@ -97,6 +97,17 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
   args.SetMaxSendMessageSize(INT32_MAX);
   // Compiler logs travel in trailers; allow them to be large.
   args.SetInt(GRPC_ARG_MAX_METADATA_SIZE, 64 << 20);
+  // A call may wait long on a quiet stream (a claim's waiter): ping the
+  // daemon every 20 s while calls are open, so one whose host vanished is
+  // noticed within 30 s rather than at the wait's end. kjitd admits pings
+  // every 10 s.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Without the first, gRPC 1.51 spaces pings on a quiet connection 5 min
+  // apart; without the second, newer gRPCs wait 60 s for a ping's answer.
+  args.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, 20'000);
+  args.SetInt("grpc.http2.ping_timeout_ms", 10'000);
   Result<std::shared_ptr<grpc::ChannelCredentials>> credentials = channel_credentials(options, args);
   if (!credentials) {
     impl_->broken = credentials.error();
@@ -108,6 +119,7 @@ Client::Client(const std::string& address, ClientOptions options) : impl_(std::m
   impl_->health = grpc::health::v1::Health::NewStub(impl_->channel);
   impl_->launcher = v1::Launcher::NewStub(impl_->channel);
   impl_->cache = v1::Cache::NewStub(impl_->channel);
+  impl_->recipes = v1::Recipes::NewStub(impl_->channel);
   impl_->diagnostics = v1::Diagnostics::NewStub(impl_->channel);
   impl_->options = options;
 }
@@ -385,6 +397,16 @@ Result<DaemonStatus> Client::status() const {
     out.settings.push_back({setting.key(), setting.value(), setting.flag()});
   out.workers_started = response.workers().started();
   out.last_worker_start_ms = response.workers().last_start_ms();
+  const v1::FleetStatus& fleet = response.fleet();
+  out.fleet.targets.assign(fleet.targets().begin(), fleet.targets().end());
+  out.fleet.queued = fleet.queued();
+  out.fleet.running = fleet.running();
+  out.fleet.compiled = fleet.compiled();
+  out.fleet.cached = fleet.cached();
+  out.fleet.failed = fleet.failed();
+  out.fleet.dropped = fleet.dropped();
+  out.fleet.yielded = fleet.yielded();
+  out.fleet.last_failure = fleet.last_failure();
   return out;
 }
 

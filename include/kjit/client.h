@@ -176,11 +176,33 @@ struct CacheBlobStats {
   uint64_t claims_refused = 0;    // over a [limits] max_claim* bound
 };
 
+// One cache namespace's figures (kjit.v1.NamespaceStats): its compile
+// lookups, what it holds in the memory and disk tiers, and its share of them.
+struct CacheNamespaceStats {
+  std::string ns;  // "": the default namespace
+  uint64_t lookups = 0, misses = 0, compiles = 0, joined = 0;
+  double compile_ms_saved = 0;
+  uint64_t memory_hits = 0, disk_hits = 0, redis_hits = 0;
+  uint64_t memory_bytes = 0, memory_entries = 0, memory_evictions = 0;
+  uint64_t disk_bytes = 0, disk_entries = 0, disk_evictions = 0;
+  uint64_t max_bytes = 0;  // its share of each of the memory and disk tiers; 0: none
+};
+
+// The compile workers' precompiled headers (kjit.v1.PchStats).
+struct CachePchStats {
+  uint64_t hits = 0, creations = 0, fallbacks = 0, evictions = 0, firsts = 0, bytes = 0;
+};
+
 struct CacheStats {
   std::vector<CacheTierStats> tiers;
   uint64_t lookups = 0, misses = 0, compiles = 0, joined = 0, fleet_waits = 0, lease_timeouts = 0;
   double compile_ms_saved = 0;
   CacheBlobStats blobs;
+  // The operator: every namespace. Anyone else: its own alone, and the
+  // figures above are that namespace's (namespace_only).
+  std::vector<CacheNamespaceStats> namespaces;
+  bool namespace_only = false;
+  CachePchStats pch;  // the operator's answer only
 };
 
 // Every counter of the stats above, each named once, as the wire
@@ -227,6 +249,17 @@ void for_each_counter(Stats& stats, Visit&& visit) {
 }
 
 template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, CachePchStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("hits", stats.hits);
+  visit("creations", stats.creations);
+  visit("fallbacks", stats.fallbacks);
+  visit("evictions", stats.evictions);
+  visit("firsts", stats.firsts);
+  visit("bytes", stats.bytes);
+}
+
+template <typename Stats, typename Visit>
   requires std::is_same_v<std::remove_const_t<Stats>, CacheStats>
 void for_each_counter(Stats& stats, Visit&& visit) {
   visit("lookups", stats.lookups);
@@ -236,6 +269,26 @@ void for_each_counter(Stats& stats, Visit&& visit) {
   visit("fleet_waits", stats.fleet_waits);
   visit("lease_timeouts", stats.lease_timeouts);
   visit("compile_ms_saved", stats.compile_ms_saved);
+}
+
+template <typename Stats, typename Visit>
+  requires std::is_same_v<std::remove_const_t<Stats>, CacheNamespaceStats>
+void for_each_counter(Stats& stats, Visit&& visit) {
+  visit("lookups", stats.lookups);
+  visit("misses", stats.misses);
+  visit("compiles", stats.compiles);
+  visit("joined", stats.joined);
+  visit("compile_ms_saved", stats.compile_ms_saved);
+  visit("memory_hits", stats.memory_hits);
+  visit("disk_hits", stats.disk_hits);
+  visit("redis_hits", stats.redis_hits);
+  visit("memory_bytes", stats.memory_bytes);
+  visit("memory_entries", stats.memory_entries);
+  visit("memory_evictions", stats.memory_evictions);
+  visit("disk_bytes", stats.disk_bytes);
+  visit("disk_entries", stats.disk_entries);
+  visit("disk_evictions", stats.disk_evictions);
+  visit("max_bytes", stats.max_bytes);
 }
 
 struct CacheListing {
@@ -296,6 +349,9 @@ class BlobClaim {
   // was put has ended already: releasing it changes nothing.
   Status release(bool failed = false);
 
+  // A hit that asked no daemon: the group, read by LocalCache.
+  static BlobClaim found(BlobGroup group);
+
  private:
   friend class Client;
   struct Impl;
@@ -345,6 +401,39 @@ struct DaemonStatus {
   std::vector<Setting> settings;
   uint64_t workers_started = 0;
   double last_worker_start_ms = 0;
+  // The background builds for the fleet's other targets; targets empty:
+  // the daemon has none.
+  struct Fleet {
+    std::vector<std::string> targets;
+    uint64_t queued = 0, running = 0, compiled = 0, cached = 0, failed = 0, dropped = 0, yielded = 0;
+    std::string last_failure;
+  } fleet;
+};
+
+// A recipe: a request the daemon compiled, kept without its target
+// (`kjit recipes`), named by the SHA-256 of its spelling.
+struct RecipeSummary {
+  std::string digest;
+  InputKind input_kind = InputKind::cuda_source;
+  std::string input_name;
+  ArtifactKind artifact = ArtifactKind::cubin;  // cubin: the target's own binary
+  uint64_t bytes = 0;
+  int64_t created_unix = 0;
+  int64_t last_asked_unix = 0;
+  std::string last_target;
+};
+
+struct Recipe {
+  RecipeSummary summary;
+  CompileRequest request;  // target empty: set one and compile it
+};
+
+// A seal on compiles after warm-up (`kjit warm --seal`).
+struct WarmupSealState {
+  bool all_namespaces = false;
+  std::string ns;
+  std::string after_warmup;  // "count", "warn" or "refuse"
+  int64_t sealed_unix = 0;
 };
 
 struct ClientOptions {
@@ -427,6 +516,19 @@ class Client {
   // waiters: compile without a claim, as after a timed_out.
   Result<BlobClaim> claim_blob_group(const std::string& ns, const std::string& key, const std::string& group,
                                      std::chrono::milliseconds wait) const;
+
+  // Recipes of the caller's namespace (ns empty), or, for the operator, of
+  // namespace ns; most recently asked first, asked at or after since_unix.
+  Result<std::vector<RecipeSummary>> list_recipes(const std::string& ns = {}, int64_t since_unix = 0,
+                                                  uint32_t limit = 0) const;
+  Result<Recipe> get_recipe(const std::string& ns, const std::string& digest) const;
+  // Whether there was such a recipe.
+  Result<bool> remove_recipe(const std::string& ns, const std::string& digest) const;
+  // The operator's: seal warm-up (after_warmup "count", "warn", "refuse",
+  // or empty for the daemon's default) or lift a seal, of every namespace
+  // or of ns; the seals in force after it.
+  Result<std::vector<WarmupSealState>> set_seal(bool unseal, bool all_namespaces, const std::string& ns,
+                                                const std::string& after_warmup = {}) const;
 
   // Sends payload and gets it back: the RPC floor, for benchmarks.
   Result<std::string> echo(const std::string& payload) const;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
+#include <set>
 
 #include "cache/redis_leases.h"
 #include "server/compile/blob_store.h"
@@ -16,6 +18,8 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
     return nullptr;
   }
   std::shared_ptr<DaemonCache> cache(new DaemonCache);
+  // The tiers' shares are the namespaces'.
+  const OwnerOf owner_of = [](std::string_view stored) { return std::string(split_namespaced_key(stored).ns); };
   TieredCache::Tiers tiers;
   std::shared_ptr<LeaseStore> leases;  // null without Redis: one compile per key in this daemon only
   if (config.memory_bytes > 0) {
@@ -24,7 +28,9 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
     // Every eighth of the budget evicted (at most 16 MiB): keeps resident
     // memory near the budget for a trim every few dozen large evictions.
     memory.release_memory_every = std::min<uint64_t>(config.memory_bytes / 8, 16ull << 20);
-    tiers.memory = std::make_shared<MemoryStore>(memory);
+    memory.owner_of = owner_of;
+    cache->memory_ = std::make_shared<MemoryStore>(memory);
+    tiers.memory = cache->memory_;
   }
   if (config.disk) {
     DiskStore::Options options;
@@ -40,6 +46,7 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
       const bool shared_compile = split.ns.empty() && !is_blob_cache_key(split.key);
       return split.tagged || shared_compile ? 0644 : 0600;
     };
+    options.owner_of = owner_of;
     Result<std::unique_ptr<DiskStore>> disk = DiskStore::open(options);
     if (disk) {
       cache->disk_ = std::move(disk.value());
@@ -76,6 +83,25 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
   }
   cache->tiers_ = std::make_shared<TieredCache>(tiers);
   cache->blob_tiers_ = std::make_shared<TieredCache>(tiers);
+  TieredCache::Tiers shared;
+  if (tiers.redis) {
+    shared.redis = tiers.redis;
+  } else if (cache->disk_) {
+    // A directory of their own beside the entries' (whose root is v<N>), so
+    // the disk tier's listing, gc and verify never meet a recipe. Recipes
+    // hold sources: readable by kjitd's user alone.
+    DiskStore::Options options;
+    options.directory = (std::filesystem::path(cache->disk_->root()).parent_path() / "recipes").string();
+    options.max_bytes = std::max<uint64_t>(config.disk_bytes / 4, 1);
+    options.directory_mode = 0700;
+    options.entry_mode = [](std::string_view) -> unsigned { return 0600; };
+    if (Result<std::unique_ptr<DiskStore>> recipes = DiskStore::open(options); recipes)
+      shared.disk = std::shared_ptr<DiskStore>(std::move(recipes.value()));
+    else
+      spdlog::warn("recipes kept in memory only: {}", recipes.error().message);
+  }
+  if (!shared.redis && !shared.disk) shared.memory = tiers.memory;
+  cache->recipe_tiers_ = std::make_shared<TieredCache>(shared);
   CompileCoalescer::Options once;
   once.max_wait = std::chrono::milliseconds(config.lease_wait_ms);
   cache->claims_ = std::make_shared<KeyClaims>(leases, KeyClaims::Options{});
@@ -84,7 +110,78 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
 }
 
 NamespacedCache DaemonCache::compiles_in(std::string ns) const {
-  return NamespacedCache(tiers_.get(), disk_.get(), once_.get(), std::move(ns));
+  NamespaceCounters* counters = counters_for(ns);
+  return NamespacedCache(tiers_.get(), disk_.get(), once_.get(), std::move(ns), std::nullopt, counters);
+}
+
+NamespaceCounters* DaemonCache::counters_for(std::string_view ns) const {
+  {
+    std::shared_lock lock(counters_mutex_);
+    if (auto found = counters_.find(ns); found != counters_.end()) return found->second.get();
+  }
+  std::unique_lock lock(counters_mutex_);
+  std::unique_ptr<NamespaceCounters>& counters = counters_[std::string(ns)];
+  if (!counters) counters = std::make_unique<NamespaceCounters>();
+  return counters.get();
+}
+
+void DaemonCache::set_quotas(std::map<std::string, uint64_t, std::less<>> max_bytes) {
+  auto shares = std::make_shared<const StoreShares>(StoreShares{std::move(max_bytes)});
+  if (memory_) memory_->set_shares(shares);
+  if (disk_) disk_->set_shares(shares);
+  shares_.store(std::move(shares));
+}
+
+NamespaceStats DaemonCache::stats_of(const std::string& ns, const NamespaceCounters* counters,
+                                     const std::map<std::string, OwnerUsage>& memory,
+                                     const std::map<std::string, OwnerUsage>& disk, const StoreShares* shares) const {
+  NamespaceStats out;
+  out.ns = ns;
+  if (counters) {
+    for (size_t i = 0; i < k_cache_tier_count; ++i) out.hits[i] = counters->hits[i];
+    out.misses = counters->misses;
+    out.compiles = counters->compiles;
+    out.joined = counters->joined;
+    out.compile_ms_saved = static_cast<double>(counters->compile_us_saved.load()) / 1000.0;
+  }
+  if (auto found = memory.find(ns); found != memory.end()) {
+    out.memory_bytes = found->second.bytes;
+    out.memory_entries = found->second.entries;
+    out.memory_evictions = found->second.evictions;
+  }
+  if (auto found = disk.find(ns); found != disk.end()) {
+    out.disk_bytes = found->second.bytes;
+    out.disk_entries = found->second.entries;
+    out.disk_evictions = found->second.evictions;
+  }
+  if (shares) out.max_bytes = shares->share_of(ns);
+  return out;
+}
+
+NamespaceStats DaemonCache::namespace_stats(std::string_view ns) const {
+  const std::map<std::string, OwnerUsage> memory = memory_ ? memory_->owner_usage() : std::map<std::string, OwnerUsage>{};
+  const std::map<std::string, OwnerUsage> disk = disk_ ? disk_->owner_usage() : std::map<std::string, OwnerUsage>{};
+  const std::shared_ptr<const StoreShares> shares = shares_.load();
+  return stats_of(std::string(ns), counters_for(ns), memory, disk, shares.get());
+}
+
+std::vector<NamespaceStats> DaemonCache::namespace_stats() const {
+  const std::map<std::string, OwnerUsage> memory = memory_ ? memory_->owner_usage() : std::map<std::string, OwnerUsage>{};
+  const std::map<std::string, OwnerUsage> disk = disk_ ? disk_->owner_usage() : std::map<std::string, OwnerUsage>{};
+  const std::shared_ptr<const StoreShares> shares = shares_.load();
+  std::set<std::string, std::less<>> names;
+  for (const auto& [ns, usage] : memory) names.insert(ns);
+  for (const auto& [ns, usage] : disk) names.insert(ns);
+  if (shares)
+    for (const auto& [ns, bytes] : shares->max_bytes) names.insert(ns);
+  std::shared_lock lock(counters_mutex_);
+  for (const auto& [ns, counters] : counters_) names.insert(ns);
+  std::vector<NamespaceStats> out;
+  for (const std::string& ns : names) {
+    auto found = counters_.find(ns);
+    out.push_back(stats_of(ns, found == counters_.end() ? nullptr : found->second.get(), memory, disk, shares.get()));
+  }
+  return out;
 }
 
 NamespacedCache DaemonCache::blobs_in(std::string ns) const {
@@ -94,6 +191,10 @@ NamespacedCache DaemonCache::blobs_in(std::string ns) const {
 NamespacedCache DaemonCache::local_user_blobs_in(std::string ns) const {
   std::optional<NamesKey> names_key = names_key_for(ns);
   return NamespacedCache(blob_tiers_.get(), disk_.get(), nullptr, std::move(ns), names_key);
+}
+
+NamespacedCache DaemonCache::recipes_in(std::string ns) const {
+  return NamespacedCache(recipe_tiers_.get(), nullptr, nullptr, std::move(ns));
 }
 
 std::optional<NamesKey> DaemonCache::names_key_for(std::string_view ns) const {

@@ -7,10 +7,14 @@
 // whole-tier gc, the counters), through the few methods here.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "cache/compile_coalescer.h"
 #include "cache/disk_store.h"
@@ -18,6 +22,7 @@
 #include "cache/redis_store.h"
 #include "cache/tiered_cache.h"
 #include "server/compile/blob_file_names.h"
+#include "server/compile/namespace_counters.h"
 #include "server/compile/namespaced_cache.h"
 #include "server/config/daemon_config.h"
 
@@ -40,6 +45,12 @@ class DaemonCache {
   // namespace's names key where the disk tier has a secret, so that only
   // that namespace's users can name, and read, their files.
   NamespacedCache local_user_blobs_in(std::string ns) const;
+  // Recipes of namespace ns (recipe_book.h): in the most shared tier alone
+  // (Redis; else a disk store of their own, `recipes/` beside the disk
+  // tier's entries, at most a quarter of disk_bytes; else memory), so
+  // daemons sharing Redis read one index, never a stale copy from a tier
+  // above it, and the disk tier's listing and gc never meet a recipe.
+  NamespacedCache recipes_in(std::string ns) const;
   // The names key of namespace ns, for its users' direct reads, and which
   // secret it derives from; none without a disk tier (or its secret).
   std::optional<NamesKey> names_key_for(std::string_view ns) const;
@@ -50,6 +61,14 @@ class DaemonCache {
   std::shared_ptr<KeyClaims> blob_claims() const { return claims_; }
 
   TieredCacheStats stats() const { return tiers_->stats(); }
+  // Each namespace's lookups (its compile views') and what it holds in the
+  // memory and disk tiers (compile entries and blobs), with its share.
+  std::vector<NamespaceStats> namespace_stats() const;
+  // One namespace's; its figures are zero when it has done nothing yet.
+  NamespaceStats namespace_stats(std::string_view ns) const;
+  // Each namespace's share of the memory and disk tiers (the tenants'
+  // max_bytes), from the next put on; namespaces not named have none.
+  void set_quotas(std::map<std::string, uint64_t, std::less<>> max_bytes);
   CoalescerStats coalescer_stats() const { return once_->stats(); }
 
   // The disk tier across every namespace: for the local operator only.
@@ -65,14 +84,25 @@ class DaemonCache {
 
  private:
   DaemonCache() = default;  // open() builds it, every store in place
+  // Made at a namespace's first compile view, never removed: the compile
+  // namespaces are the tenants' and the default one.
+  NamespaceCounters* counters_for(std::string_view ns) const;
+  NamespaceStats stats_of(const std::string& ns, const NamespaceCounters* counters,
+                          const std::map<std::string, OwnerUsage>& memory,
+                          const std::map<std::string, OwnerUsage>& disk, const StoreShares* shares) const;
 
   std::shared_ptr<TieredCache> tiers_;
   std::shared_ptr<TieredCache> blob_tiers_;  // the same stores, with counters of their own
+  std::shared_ptr<TieredCache> recipe_tiers_;  // the most shared of them
+  std::shared_ptr<MemoryStore> memory_;      // null when the memory tier is off
   std::shared_ptr<DiskStore> disk_;          // null when the disk tier is off
   std::shared_ptr<RedisStore> redis_;        // null when the Redis tier is off
   std::shared_ptr<CompileCoalescer> once_;
   std::shared_ptr<KeyClaims> claims_;
   std::optional<BlobNameSecret> names_secret_;  // with the disk tier
+  mutable std::shared_mutex counters_mutex_;
+  mutable std::map<std::string, std::unique_ptr<NamespaceCounters>, std::less<>> counters_;
+  std::atomic<std::shared_ptr<const StoreShares>> shares_;
 };
 
 // DaemonCache::open, by its older name.

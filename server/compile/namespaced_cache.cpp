@@ -41,10 +41,22 @@ NamespacedKey split_namespaced_key(std::string_view stored) {
   return out;
 }
 
-std::optional<CacheHit> NamespacedCache::get(std::string_view key) const { return tiers_->get(stored_key(key)); }
+std::optional<CacheHit> NamespacedCache::get(std::string_view key) const {
+  std::optional<CacheHit> hit = tiers_->get(stored_key(key));
+  if (counters_) {
+    if (hit)
+      counters_->count(hit->tier, hit->entry->compile_ms);
+    else
+      ++counters_->misses;
+  }
+  return hit;
+}
 
 std::optional<CacheHit> NamespacedCache::get_from_memory(std::string_view key) const {
-  return tiers_->get_from_memory(stored_key(key));
+  std::optional<CacheHit> hit = tiers_->get_from_memory(stored_key(key));
+  // A miss here is counted by the lookup that follows it, as the tiers do.
+  if (hit && counters_) counters_->count(hit->tier, hit->entry->compile_ms);
+  return hit;
 }
 
 std::shared_ptr<const CacheEntry> NamespacedCache::put(CacheEntry entry) const {
@@ -57,7 +69,9 @@ void NamespacedCache::remove(std::string_view key) const { tiers_->remove(stored
 Result<CacheOutcome> NamespacedCache::get_or_compile(std::string_view key,
                                                      const CompileCoalescer::Compile& compile) const {
   if (!once_) return make_error(ErrorCode::internal, "this view of the cache compiles nothing");
-  return once_->get_or_compile(stored_key(key), compile);
+  Result<CacheOutcome> outcome = once_->get_or_compile(stored_key(key), compile);
+  if (outcome && counters_) counters_->count(outcome->source, outcome->entry ? outcome->entry->compile_ms : 0);
+  return outcome;
 }
 
 Result<std::vector<StoredKey>> NamespacedCache::list() const {
@@ -72,6 +86,14 @@ Result<std::vector<StoredKey>> NamespacedCache::list() const {
     own.push_back(std::move(entry));
   }
   return own;
+}
+
+Result<std::optional<BlobIdentity>> NamespacedCache::blob_on_disk(std::string_view key) const {
+  if (!disk_) return disk_off();
+  Result<std::optional<CacheEntry>> head = disk_->read_head(stored_key(key));
+  if (!head) return head.error();
+  if (!head->has_value() || !(*head)->blob) return std::optional<BlobIdentity>();
+  return std::optional<BlobIdentity>(std::move(*(*head)->blob));
 }
 
 Result<DiskStore::GcReport> NamespacedCache::gc(uint64_t max_bytes) const {

@@ -24,6 +24,7 @@
 #include "cache/tiered_cache.h"
 #include "kjit/status.h"
 #include "server/compile/blob_file_names.h"
+#include "server/compile/namespace_counters.h"
 
 namespace kjit {
 
@@ -65,6 +66,9 @@ class NamespacedCache {
   bool has_disk() const { return disk_ != nullptr; }
   // This namespace's entries on disk, under their bare keys.
   Result<std::vector<StoredKey>> list() const;
+  // What the entry under key on disk is, when it is a client blob or group
+  // (DiskStore::read_head: its header alone, nothing counted or touched).
+  Result<std::optional<BlobIdentity>> blob_on_disk(std::string_view key) const;
   // Collects this namespace's entries down to max_bytes of its own.
   Result<DiskStore::GcReport> gc(uint64_t max_bytes) const;
 
@@ -73,14 +77,15 @@ class NamespacedCache {
   // The stores are the DaemonCache's, which outlives every request and so
   // every view; raw pointers keep a view cheap on the memory-hit path.
   NamespacedCache(TieredCache* tiers, DiskStore* disk, CompileCoalescer* once, std::string ns,
-                  std::optional<NamesKey> names_key = std::nullopt)
-      : tiers_(tiers), disk_(disk), once_(once), ns_(std::move(ns)), names_key_(names_key) {}
+                  std::optional<NamesKey> names_key = std::nullopt, NamespaceCounters* counters = nullptr)
+      : tiers_(tiers), disk_(disk), once_(once), ns_(std::move(ns)), names_key_(names_key), counters_(counters) {}
 
   TieredCache* tiers_;
   DiskStore* disk_;        // null when the disk tier is off
   CompileCoalescer* once_;  // null for a view that compiles nothing
   std::string ns_;
   std::optional<NamesKey> names_key_;  // a local user's blobs: their keys are tagged
+  NamespaceCounters* counters_;        // the namespace's compile lookups; null for views that count none
 };
 
 }  // namespace kjit

@@ -21,6 +21,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "server/rpc/cache_service.h"
+#include "server/rpc/recipe_service.h"
 #include "server/workers/compile_workers.h"
 #include "server/rpc/compiler_service.h"
 #include "server/compile/daemon_cache.h"
@@ -197,6 +198,8 @@ Status Daemon::start() {
   gate_ = std::make_shared<CallGate>(
       CallGate::Options{tenants, config_.socket_requires_token, metrics_, peers, *local_users});
   auto cache = open_daemon_cache(config_.cache);
+  cache_ = cache;
+  if (cache && tenants) cache->set_quotas(tenants->quotas());
   auto compiler = std::make_shared<const CachedCompiler>(config_, std::move(pipeline.value()), cache, workers_, admission_);
   blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
   compiler_service_ = std::make_unique<CompilerService>(compiler, blocking_work_, gate_);
@@ -206,18 +209,23 @@ Status Daemon::start() {
   if (Status s = driver->available(); !s) spdlog::info("launching disabled: {}", s.error().message);
   launch_service_ = std::make_unique<LaunchService>(compiler, driver, gate_);
   cache_service_ = std::make_unique<CacheService>(compiler, gate_);
+  recipe_service_ = std::make_unique<RecipeService>(compiler, gate_);
   diagnostics_service_ = std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_},
                                                               workers_, gate_, [this] { return reload(); });
+  if (compiler->fleet()) diagnostics_service_->set_fleet([compiler] { return compiler->fleet()->stats(); });
   if (metrics_) {
     MetricsSources sources;
     if (cache) {
       sources.cache = [cache] { return cache->stats(); };
       sources.coalescer = [cache] { return cache->coalescer_stats(); };
+      sources.namespaces = [cache] { return cache->namespace_stats(); };
     }
     if (const BlobStore* blobs = cache_service_->blobs()) sources.blobs = [blobs] { return blobs->stats(); };
     if (workers_) sources.workers = [workers = workers_] { return workers->counters(); };
     sources.admission = [admission = admission_] { return admission->snapshot(); };
     sources.draining = [gate = gate_] { return gate->draining(); };
+    sources.after_warmup = [compiler] { return compiler->seal().misses_by_tenant(); };
+    if (compiler->fleet()) sources.fleet = [compiler] { return compiler->fleet()->stats(); };
     metrics_->set_sources(std::move(sources));
   }
 
@@ -251,9 +259,24 @@ Status Daemon::start() {
   // itself with RESOURCE_EXHAUSTED before it is read.
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(largest_request_bytes(config_), INT32_MAX)));
   builder.SetMaxSendMessageSize(INT32_MAX);
+  // A claim on a blob group is held while its call stays open, and a holder
+  // whose host vanishes never closes its connection. So the daemon pings a
+  // connection with calls open every 10 s, also while a call sends nothing
+  // (a claim's stream), and drops it when a ping goes 5 s unanswered: its
+  // calls are cancelled, its claims given up (within 16 s of the last sign
+  // of life). Clients may ping as often as every 10 s (kjit's: every 20 s).
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Without the first, gRPC 1.51 spaces pings on a quiet connection 5 min
+  // apart; without the second, newer gRPCs wait 60 s for a ping's answer.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument("grpc.http2.ping_timeout_ms", 5'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.RegisterService(compiler_service_.get());
   builder.RegisterService(launch_service_.get());
   builder.RegisterService(cache_service_.get());
+  builder.RegisterService(recipe_service_.get());
   builder.RegisterService(diagnostics_service_.get());
 
   server_ = builder.BuildAndStart();
@@ -430,6 +453,7 @@ Result<ReloadReport> Daemon::reload_from(const DaemonConfig& read) {
     report.reloaded.emplace_back("tls");
   }
   gate_->set_tenants(tenants);
+  if (cache_) cache_->set_quotas(tenants ? tenants->quotas() : std::map<std::string, uint64_t, std::less<>>{});
   if (tenants || !in_force.tenants_file.empty()) report.reloaded.emplace_back("tenants");
   if (!next.log_file.empty()) {
     reopen_log_file();  // after logrotate moved the file away

@@ -24,6 +24,7 @@ namespace kjit {
 class CompilerService;
 class LaunchService;
 class CacheService;
+class RecipeService;
 class DiagnosticsService;
 class ElasticThreadPool;
 class CompileWorkers;
@@ -87,10 +88,12 @@ class Daemon {
   std::shared_ptr<CompileAdmission> admission_;
   std::shared_ptr<Metrics> metrics_;  // null: no metrics_port
   std::shared_ptr<CallGate> gate_;
+  std::shared_ptr<DaemonCache> cache_;  // null: the cache is off; its shares follow the tenants
   std::shared_ptr<ServedCertificates> served_certificates_;  // null: no TLS listener
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<CacheService> cache_service_;
+  std::unique_ptr<RecipeService> recipe_service_;
   std::unique_ptr<DiagnosticsService> diagnostics_service_;
   std::unique_ptr<grpc::Server> server_;
   // The unix socket's connections, accepted here for their credentials and

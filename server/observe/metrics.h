@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kjit/status.h"
 #include "server/observe/metrics_tls_front.h"
@@ -22,6 +24,8 @@ struct CoalescerStats;     // cache/compile_coalescer.h
 struct BlobStats;          // cache/blob_stats.h
 struct WorkerCounters;     // server/workers/compile_workers.h
 struct AdmissionSnapshot;  // server/compile/compile_admission.h
+struct NamespaceStats;     // server/compile/namespace_counters.h
+struct FleetStats;         // server/compile/fleet_builds.h
 
 // Read at each scrape, from the scraping thread; any may be empty (that
 // part is off, or not there yet) and its metrics are then left out.
@@ -31,7 +35,13 @@ struct MetricsSources {
   std::function<BlobStats()> blobs;
   std::function<WorkerCounters()> workers;
   std::function<AdmissionSnapshot()> admission;
+  // Each cache namespace's lookups, bytes held and share (its tenants').
+  std::function<std::vector<NamespaceStats>()> namespaces;
   std::function<bool()> draining;
+  // Compiles after warm-up was sealed, by tenant (server/compile/warmup_seal.h).
+  std::function<std::map<std::string, uint64_t>()> after_warmup;
+  // The background builds for the fleet's other targets.
+  std::function<FleetStats()> fleet;
 };
 
 // Who may scrape, and how: a bearer token, and TLS in front of the port.

@@ -11,6 +11,8 @@
 #include "cache/tiered_cache.h"
 #include "server/compile/blob_store.h"
 #include "server/compile/compile_admission.h"
+#include "server/compile/fleet_builds.h"
+#include "server/compile/namespace_counters.h"
 #include "server/workers/compile_workers.h"
 
 namespace kjit {
@@ -128,6 +130,53 @@ void add_admission(Families& out, const AdmissionSnapshot& queue) {
              double(queue.refused));
 }
 
+void add_fleet(Families& out, const FleetStats& fleet) {
+  MetricFamily& builds = out.add("kjit_fleet_builds_total",
+                                 "Background builds for the fleet's other targets, by result (dropped: the queue was full).",
+                                 MetricType::Counter);
+  Families::sample(builds, {{"result", "compiled"}}, double(fleet.compiled));
+  Families::sample(builds, {{"result", "cached"}}, double(fleet.cached));
+  Families::sample(builds, {{"result", "failed"}}, double(fleet.failed));
+  Families::sample(builds, {{"result", "dropped"}}, double(fleet.dropped));
+  out.single("kjit_fleet_queue_length", "Background fleet builds waiting.", MetricType::Gauge, double(fleet.queued));
+  out.single("kjit_fleet_builds_running", "Background fleet builds running (at most 1).", MetricType::Gauge,
+             double(fleet.running));
+  out.single("kjit_fleet_yields_total", "Background fleet builds that waited for clients' compiles before starting.",
+             MetricType::Counter, double(fleet.yielded));
+}
+
+// Each cache namespace (a tenant's; "(default)" the operator's): lookups,
+// what it holds per bounded tier, and its share.
+void add_namespaces(Families& out, const std::vector<NamespaceStats>& namespaces) {
+  MetricFamily& lookups =
+      out.add("kjit_namespace_lookups_total", "Compile lookups of each cache namespace.", MetricType::Counter);
+  MetricFamily& hits = out.add("kjit_namespace_hits_total", "Compile lookups of each namespace a tier answered.",
+                               MetricType::Counter);
+  MetricFamily& compiles =
+      out.add("kjit_namespace_compiles_total", "Compiles this daemon ran for each namespace.", MetricType::Counter);
+  MetricFamily& bytes = out.add("kjit_namespace_stored_bytes",
+                                "Bytes each namespace holds in a bounded tier (compile entries and blobs).",
+                                MetricType::Gauge);
+  MetricFamily& evictions = out.add("kjit_namespace_evictions_total",
+                                    "Entries of each namespace a bounded tier evicted.", MetricType::Counter);
+  MetricFamily& quota = out.add("kjit_namespace_quota_bytes",
+                                "Each namespace's share of each bounded tier ([[tenants]] max_bytes); absent: none.",
+                                MetricType::Gauge);
+  for (const NamespaceStats& ns : namespaces) {
+    const std::string name = ns.ns.empty() ? "(default)" : ns.ns;
+    Families::sample(lookups, {{"namespace", name}}, double(ns.lookups()));
+    for (CacheTier tier : {CacheTier::memory, CacheTier::disk, CacheTier::redis})
+      Families::sample(hits, {{"namespace", name}, {"tier", std::string(to_string(tier))}},
+                       double(ns.hits[index_of(tier)]));
+    Families::sample(compiles, {{"namespace", name}}, double(ns.compiles));
+    Families::sample(bytes, {{"namespace", name}, {"tier", "memory"}}, double(ns.memory_bytes));
+    Families::sample(bytes, {{"namespace", name}, {"tier", "disk"}}, double(ns.disk_bytes));
+    Families::sample(evictions, {{"namespace", name}, {"tier", "memory"}}, double(ns.memory_evictions));
+    Families::sample(evictions, {{"namespace", name}, {"tier", "disk"}}, double(ns.disk_evictions));
+    if (ns.max_bytes) Families::sample(quota, {{"namespace", name}}, double(*ns.max_bytes));
+  }
+}
+
 }  // namespace
 
 void MetricsSourcesCollector::set(MetricsSources sources) {
@@ -170,7 +219,15 @@ std::vector<MetricFamily> MetricsSourcesCollector::Collect() const {
                MetricType::Counter, double(stats.claims_refused));
   }
   if (sources.workers) add_workers(out, sources.workers());
+  if (sources.namespaces) add_namespaces(out, sources.namespaces());
   if (sources.admission) add_admission(out, sources.admission());
+  if (sources.after_warmup) {
+    MetricFamily& after = out.add("kjit_compiles_after_warmup_total",
+                                  "Misses that reached a compile after warm-up was sealed, by tenant (refused ones too).",
+                                  MetricType::Counter);
+    for (const auto& [tenant, n] : sources.after_warmup()) Families::sample(after, {{"tenant", tenant}}, double(n));
+  }
+  if (sources.fleet) add_fleet(out, sources.fleet());
   if (sources.draining)
     out.single("kjit_draining", "1 while kjitd drains before stopping.", MetricType::Gauge,
                sources.draining() ? 1 : 0);

@@ -1,12 +1,13 @@
 #include "server/rpc/cache_service.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "pipeline/cache_key.h"
 #include "server/edge/compile_translation.h"
-#include "server/edge/stats_translation.h"
 #include "server/edge/status_mapping.h"
 #include "server/rpc/caller_cache.h"
+#include "server/rpc/caller_stats.h"
 
 namespace kjit {
 namespace {
@@ -53,10 +54,13 @@ CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler, std::
 }
 
 grpc::Status CacheService::Stats(grpc::ServerContext* context, const v1::StatsRequest*, v1::StatsResponse* response) {
-  return gate_->serve(context, "Stats", [&](const Caller&) -> grpc::Status {
+  return gate_->serve(context, "Stats", [&](const Caller& caller) -> grpc::Status {
     DaemonCache* cache = compiler_->cache();
     if (!cache) return to_grpc_status(cache_off(), *context);
-    *response = to_stats_response(cache->stats(), cache->coalescer_stats(), blobs_->stats());
+    const CompileWorkers* workers = compiler_->workers();
+    const std::optional<WorkerCounters> counters =
+        workers ? std::optional<WorkerCounters>(workers->counters()) : std::nullopt;
+    *response = stats_for(*cache, blobs_->stats(), caller, counters ? &*counters : nullptr);
     return grpc::Status::OK;
   });
 }
@@ -69,16 +73,35 @@ grpc::Status CacheService::List(grpc::ServerContext* context, const v1::ListRequ
     // the operator the default namespace (compile entries and its blobs), a
     // tenant its namespace, a socket user its blob namespace alone, never
     // the compile entries it shares with every other user.
+    // Asked for one blob namespace: the caller's blobs alone, each entry's
+    // header read to tell whose namespace it is under (a program cache's
+    // len() and clear()).
+    const bool blobs_only = !request->blob_namespace().empty();
+    const NamespacedCache blobs = blobs_of(*cache, caller);
     Result<std::vector<StoredKey>> keys =
-        owns_its_compiles(caller) ? compiles_of(*cache, caller).list() : blobs_of(*cache, caller).list();
+        blobs_only || !owns_its_compiles(caller) ? blobs.list() : compiles_of(*cache, caller).list();
     if (!keys) return to_grpc_status(keys.error(), *context);
     std::sort(keys->begin(), keys->end(), [](const StoredKey& a, const StoredKey& b) { return a.last_access_unix > b.last_access_unix; });
     for (const StoredKey& key : *keys) {
       if (request->limit() && static_cast<uint32_t>(response->entries_size()) >= request->limit()) break;
+      std::optional<BlobIdentity> identity;
+      if (blobs_only) {
+        if (!is_blob_cache_key(key.key)) continue;
+        Result<std::optional<BlobIdentity>> read = blobs.blob_on_disk(key.key);
+        if (!read) return to_grpc_status(read.error(), *context);
+        if (!*read || (*read)->ns != request->blob_namespace()) continue;  // gone since the listing, or another's
+        identity = std::move(**read);
+      }
       v1::CacheListing* out = response->add_entries();
       out->set_key(key.key);
       out->set_bytes(key.bytes);
       out->set_last_access_unix(key.last_access_unix);
+      if (identity) {
+        out->set_blob_kind(identity->kind);
+        out->set_blob_namespace(identity->ns);
+        out->set_blob_key(identity->key);
+        out->set_blob_name(identity->name);
+      }
     }
     return grpc::Status::OK;
   });

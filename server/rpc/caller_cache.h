@@ -37,4 +37,26 @@ inline NamespacedCache blobs_of(const DaemonCache& cache, const Caller& caller) 
 // for: only then may it remove one or have one explained by key.
 inline bool owns_its_compiles(const Caller& caller) { return caller.is_operator() || caller.ns == caller.blob_ns; }
 
+// The figures of the caller's compile namespace (its lookups, what it holds).
+inline NamespaceStats namespace_stats_of(const DaemonCache& cache, const Caller& caller) {
+  return cache.namespace_stats(caller.ns);
+}
+
+// Whose recipes a call reaches: `asked` empty, the caller's own compile
+// namespace, if its compiles are its own (a recipe holds the request's
+// source); another namespace is the operator's to name.
+inline Result<std::string> recipe_namespace_of(const Caller& caller, std::string_view asked) {
+  if (asked.size() > 256 || asked.find('\0') != std::string_view::npos)
+    return make_error(ErrorCode::invalid_argument, "namespace is longer than 256 bytes or holds a NUL byte");
+  if (caller.is_operator()) return asked.empty() ? caller.ns : std::string(asked);
+  if (!owns_its_compiles(caller))
+    return make_error(ErrorCode::permission_denied,
+                      "recipes hold the requests' sources: a socket user without a token, whose compiles are "
+                      "everyone's, has none of its own; ask an operator");
+  if (!asked.empty() && asked != caller.ns)
+    return make_error(ErrorCode::permission_denied,
+                      "a tenant reaches its own namespace's recipes alone, not namespace '" + std::string(asked) + "'");
+  return caller.ns;
+}
+
 }  // namespace kjit

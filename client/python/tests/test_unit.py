@@ -188,7 +188,9 @@ def test_a_full_queue_refusal_carries_its_retry_hint():
     assert isinstance(other, kjit.Cancelled) and other.retry_after_ms is None
 
 
-@pytest.mark.parametrize("cls", [kjit.TierStats, kjit.BlobStats, kjit.CacheStats], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [kjit.TierStats, kjit.BlobStats, kjit.CacheStats, _types.NamespaceStats,
+                                 _types.PchStats],
+                         ids=lambda c: c.__name__)
 def test_cache_counters_are_the_fields_of_their_message(cls):
     # The cache's counters are one schema with the daemon's and the C++
     # client's: a counter added to the proto is added here, and none is

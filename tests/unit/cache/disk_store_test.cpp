@@ -137,6 +137,51 @@ TEST(DiskStore, FlippedByteIsCountedCorruptionRemovedAndMisses) {
   EXPECT_TRUE(get(*store, entry.key).has_value());
 }
 
+TEST(DiskStore, ReadHeadTellsWhatAnEntryIsWithoutItsPayloadCountsOrRecency) {
+  test::TempDir dir;
+  auto store = open_store(dir.path());
+  CacheEntry blob = make_entry(key_for(1) + "-blob", std::string(1 << 20, 'p'));
+  blob.artifact = Artifact{};
+  blob.artifact.bytes = std::string(1 << 20, 'p');
+  blob.blob = BlobIdentity{"client-blob-group", "ns", "key", "group"};
+  CacheEntry compiled = make_entry(key_for(2), "cubin");
+  ASSERT_TRUE(store->put(blob).ok());
+  ASSERT_TRUE(store->put(compiled).ok());
+  const std::string path = store->path_for(blob.key);
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  std::filesystem::last_write_time(path, old);
+  const StoreStats before = store->stats();
+
+  Result<std::optional<CacheEntry>> head = store->read_head(blob.key);
+  ASSERT_TRUE(head.ok()) << head.error().message;
+  ASSERT_TRUE(head->has_value());
+  EXPECT_EQ((*head)->key, blob.key);
+  EXPECT_EQ((*head)->blob, blob.blob);
+  EXPECT_TRUE((*head)->artifact.bytes.empty());
+  Result<std::optional<CacheEntry>> other = store->read_head(compiled.key);
+  ASSERT_TRUE(other.ok() && other->has_value());
+  EXPECT_FALSE((*other)->blob.has_value());
+  EXPECT_EQ((*other)->artifact.kind, compiled.artifact.kind);
+  Result<std::optional<CacheEntry>> none = store->read_head(key_for(3));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(std::filesystem::last_write_time(path), old);
+  const StoreStats after = store->stats();
+  EXPECT_EQ(after.hits, before.hits);
+  EXPECT_EQ(after.misses, before.misses);
+
+  // A file cut short, or another entry's bytes under this key: nothing.
+  const std::string bytes = read_file(path);
+  write_file(path, bytes.substr(0, 80));
+  Result<std::optional<CacheEntry>> cut = store->read_head(blob.key);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_FALSE(cut->has_value());
+  write_file(path, read_file(store->path_for(compiled.key)));
+  Result<std::optional<CacheEntry>> foreign = store->read_head(blob.key);
+  ASSERT_TRUE(foreign.ok());
+  EXPECT_FALSE(foreign->has_value());
+}
+
 TEST(DiskStore, TruncatedOrForeignFilesAreCorruptions) {
   test::TempDir dir;
   auto store = open_store(dir.path());

@@ -264,6 +264,41 @@ class BlobStats:
 
 
 @dataclass
+class NamespaceStats:
+    """One cache namespace's compile lookups, what it holds in the memory and
+    disk tiers, and its share of each (max_bytes, 0: none)."""
+    namespace: str = ""  # "": the default namespace (the operator's)
+    lookups: int = 0
+    misses: int = 0
+    compiles: int = 0
+    joined: int = 0
+    compile_ms_saved: float = 0.0
+    memory_hits: int = 0
+    disk_hits: int = 0
+    redis_hits: int = 0
+    memory_bytes: int = 0
+    memory_entries: int = 0
+    memory_evictions: int = 0
+    disk_bytes: int = 0
+    disk_entries: int = 0
+    disk_evictions: int = 0
+    max_bytes: int = 0
+    _proto: ClassVar[str] = "kjit.v1.NamespaceStats"
+
+
+@dataclass
+class PchStats:
+    """The compile workers' precompiled headers (the operator's answer only)."""
+    hits: int = 0       # compiles that used a PCH
+    creations: int = 0  # PCH files written
+    fallbacks: int = 0  # compiles that did without a PCH they wanted
+    evictions: int = 0  # PCH files removed to keep within pch_bytes
+    firsts: int = 0     # compiles of a header set new to their worker (which write its PCH)
+    bytes: int = 0      # the PCH files the live workers keep now
+    _proto: ClassVar[str] = "kjit.v1.PchStats"
+
+
+@dataclass
 class CacheStats:
     tiers: List[TierStats] = _messages(TierStats)
     lookups: int = 0
@@ -274,6 +309,11 @@ class CacheStats:
     lease_timeouts: int = 0
     compile_ms_saved: float = 0.0
     blobs: BlobStats = _message(BlobStats)
+    # The operator: every namespace; anyone else its own alone, and the
+    # figures above are then that namespace's (namespace_only).
+    namespaces: List[NamespaceStats] = _messages(NamespaceStats)
+    namespace_only: bool = False
+    pch: PchStats = _message(PchStats)
     _proto: ClassVar[str] = "kjit.v1.StatsResponse"
 
     def tier(self, name: str) -> Optional[TierStats]:
@@ -390,6 +430,11 @@ class CacheListing:
     key: str = ""
     bytes: int = 0
     last_access_unix: int = 0
+    # Listed with blob_namespace: what the entry is.
+    blob_kind: str = ""  # "client-blob" or "client-blob-group"
+    blob_namespace: str = ""
+    blob_key: str = ""
+    blob_name: str = ""
     _proto: ClassVar[str] = "kjit.v1.CacheListing"
 
 
@@ -499,7 +544,7 @@ class DaemonStatus:
 
 RESULT_TYPES = (
     Dim3, KernelInfo, PassTiming, StageTiming, KeyComponent, FatbinEntry, CompileResult, PipelineDescription,
-    FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, CacheStats, BlobGroup, BlobClaim,
+    FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, PchStats, CacheStats, BlobGroup, BlobClaim,
     CacheListing, GcResult,
     VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
     ConfigSetting, DaemonStatus,
