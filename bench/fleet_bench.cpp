@@ -20,6 +20,7 @@
 #include "bench_kernels.h"
 #include "kjit/client.h"
 #include "sample_stats.h"
+#include "timed_compile.h"
 #include "support/daemon_process.h"
 
 namespace kjit::bench {
@@ -32,24 +33,6 @@ struct Samples {
   DaemonStatus::Fleet fleet;
 };
 
-CompileRequest request_of(const std::string& variant) {
-  const BenchKernel kernel = bench_kernels()[1];  // saxpy: a real kernel, small enough that overhead shows
-  CompileRequest request;
-  request.input = kernel.source + "// " + variant + "\n";
-  request.input_name = kernel.name + ".cu";
-  request.target = "cuda:90";
-  return request;
-}
-
-Result<double> timed(Client& client, const CompileRequest& request, const std::string& expected) {
-  const auto start = Clock::now();
-  Result<CompileResult> result = client.compile(request);
-  const double ms = ms_since(start);
-  if (!result) return result.error();
-  if (result->cache != expected)
-    return make_error(ErrorCode::internal, "expected a '" + expected + "' answer, got '" + result->cache + "'");
-  return ms;
-}
 
 Result<Samples> measure(const std::string& fleet_targets, int workers, int misses, int window_ms,
                         const std::string& tag) {
@@ -59,17 +42,17 @@ Result<Samples> measure(const std::string& fleet_targets, int workers, int misse
   Result<std::unique_ptr<test::DaemonProcess>> daemon = test::DaemonProcess::start(std::move(options));
   if (!daemon) return daemon.error();
   Client client((*daemon)->socket_path());
-  const CompileRequest hot = request_of("hot");
-  if (Result<double> warm = timed(client, hot, "compiled"); !warm) return warm.error();
+  const CompileRequest hot = saxpy_request("hot");
+  if (Result<double> warm = timed_compile(client, hot, "compiled"); !warm) return warm.error();
   Samples out;
   for (int i = 0; i < misses; ++i) {
     // Each daemon has its own cache directory: the same variants miss on both.
-    Result<double> miss = timed(client, request_of(tag + std::to_string(i)), "compiled");
+    Result<double> miss = timed_compile(client, saxpy_request(tag + std::to_string(i)), "compiled");
     if (!miss) return miss.error();
     out.miss_ms.push_back(*miss);
     const auto end = Clock::now() + std::chrono::milliseconds(window_ms);
     while (Clock::now() < end) {
-      Result<double> hit = timed(client, hot, "memory");
+      Result<double> hit = timed_compile(client, hot, "memory");
       if (!hit) return hit.error();
       out.hit_ms.push_back(*hit);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));

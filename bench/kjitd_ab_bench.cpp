@@ -15,13 +15,12 @@
 
 #include "bench_kernels.h"
 #include "sample_stats.h"
+#include "timed_compile.h"
 #include "kjit/client.h"
 #include "support/daemon_process.h"
 
 namespace kjit::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Side {
   std::string label;
@@ -40,25 +39,6 @@ Result<Side> start(const std::string& label, const std::string& kjitd, std::vect
   return side;
 }
 
-CompileRequest request_of(const std::string& variant) {
-  const BenchKernel kernel = bench_kernels()[1];  // saxpy: a real kernel, small enough that overhead shows
-  CompileRequest request;
-  request.input = kernel.source + "// " + variant + "\n";
-  request.input_name = kernel.name + ".cu";
-  request.target = "cuda:90";
-  return request;
-}
-
-// One timed call; an answer from the wrong place is an error, not a sample.
-Result<double> timed_compile(Client& client, const CompileRequest& request, const std::string& expected_cache) {
-  const auto start = Clock::now();
-  Result<CompileResult> result = client.compile(request);
-  const double ms = ms_since(start);
-  if (!result) return result.error();
-  if (result->cache != expected_cache)
-    return make_error(ErrorCode::internal, "expected a '" + expected_cache + "' answer, got '" + result->cache + "'");
-  return ms;
-}
 
 struct Row {
   std::string what;
@@ -93,7 +73,7 @@ int run(const std::string& before_kjitd, const std::string& after_kjitd, int pai
     if (!before) return fail("starting the 'before' kjitd", before.error());
     Result<Side> after = start("after", after_kjitd, {});
     if (!after) return fail("starting the 'after' kjitd", after.error());
-    const CompileRequest hot = request_of("hot");
+    const CompileRequest hot = saxpy_request("hot");
     for (Side* side : {&*before, &*after})
       if (Result<double> warm = timed_compile(*side->client, hot, "compiled"); !warm)
         return fail("the first compile on " + side->label, warm.error());
@@ -106,7 +86,7 @@ int run(const std::string& before_kjitd, const std::string& after_kjitd, int pai
     Result<Row> cold = paired("cold compile (saxpy, NVRTC + nvJitLink)", *before, *after, std::max(6, pairs / 40),
                               [&](Side& side, int i) {
                                 return timed_compile(*side.client,
-                                                     request_of(side.label + " cold " + std::to_string(i)),
+                                                     saxpy_request(side.label + " cold " + std::to_string(i)),
                                                      "compiled");
                               });
     if (!cold) return fail("cold compiles", cold.error());
@@ -119,7 +99,7 @@ int run(const std::string& before_kjitd, const std::string& after_kjitd, int pai
     if (!before) return fail("starting the 'before' kjitd on disk alone", before.error());
     Result<Side> after = start("after", after_kjitd, disk_only);
     if (!after) return fail("starting the 'after' kjitd on disk alone", after.error());
-    const CompileRequest hot = request_of("disk");
+    const CompileRequest hot = saxpy_request("disk");
     for (Side* side : {&*before, &*after})
       if (Result<double> warm = timed_compile(*side->client, hot, "compiled"); !warm)
         return fail("the first compile on " + side->label, warm.error());
