@@ -514,6 +514,22 @@ class CompileWorkersStatus:
 
 
 @dataclass
+class FleetStatus:
+    """The background builds for the fleet's other targets ([fleet] targets;
+    empty: none)."""
+    targets: List[str] = _strings()
+    queued: int = 0
+    running: int = 0
+    compiled: int = 0
+    cached: int = 0       # builds a tier already answered
+    failed: int = 0
+    dropped: int = 0      # not queued: the queue was full
+    yielded: int = 0      # builds that waited for clients' compiles first
+    last_failure: str = ""  # "<target>: <reason>", the operator's only
+    _proto: ClassVar[str] = "kjit.v1.FleetStatus"
+
+
+@dataclass
 class ConfigSetting:
     key: str = ""    # the TOML path: "cache.disk_bytes"
     value: str = ""  # decimal integer, true/false, or the text
@@ -539,6 +555,7 @@ class DaemonStatus:
     workers: CompileWorkersStatus = _message(CompileWorkersStatus)
     # The daemon's configuration, for the local operator only.
     settings: List[ConfigSetting] = _messages(ConfigSetting)
+    fleet: FleetStatus = _message(FleetStatus)
     _proto: ClassVar[str] = "kjit.v1.GetStatusResponse"
 
 
@@ -547,5 +564,5 @@ RESULT_TYPES = (
     FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, PchStats, CacheStats, BlobGroup, BlobClaim,
     CacheListing, GcResult,
     VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
-    ConfigSetting, DaemonStatus,
+    ConfigSetting, FleetStatus, DaemonStatus,
 )
