@@ -244,7 +244,8 @@ TEST_F(TenantTest, ATenantOverItsShareEvictsOnlyItsOwnEntries) {
   EXPECT_LE(own.disk_bytes(), k_small_share);
   EXPECT_GT(own.memory_evictions(), 0u);
   EXPECT_GT(own.disk_evictions(), 0u);
-  const v1::NamespaceStats* beta = find_namespace(stats(*s.cache, ""), "beta");
+  const v1::StatsResponse everyone = stats(*s.cache, "");  // find_namespace points into it
+  const v1::NamespaceStats* beta = find_namespace(everyone, "beta");
   ASSERT_NE(beta, nullptr);
   EXPECT_EQ(beta->memory_evictions(), 0u);
   EXPECT_EQ(beta->disk_evictions(), 0u);
