@@ -27,6 +27,7 @@ sock=$dir/kjitd.sock
 "$kjitd" --socket "$sock" --cache-dir "$dir/cache" --log-level warn 2>"$dir/kjitd.log" &
 pid=$!
 for _ in $(seq 100); do "$kjit" health --socket "$sock" >/dev/null 2>&1 && break; sleep 0.1; done
+"$kjit" health --socket "$sock" >/dev/null 2>&1 || { echo "kjitd did not serve within 10 s:" >&2; cat "$dir/kjitd.log" >&2; exit 1; }
 
 now() { date +%s.%N; }
 start=$(now)
@@ -40,6 +41,7 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 recipes=$("$kjit" recipes ls --socket "$sock" | wc -l)
+(( recipes >= n )) || { echo "only $recipes of $n recipes recorded within 30 s" >&2; exit 1; }
 
 start=$(now)
 first=$("$kjit" warm --target "$to" --json --socket "$sock")
