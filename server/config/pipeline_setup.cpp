@@ -64,7 +64,7 @@ Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const Daemo
 std::vector<ToolkitHome> discovered_homes(const CompilePipeline& pipeline) {
   std::vector<ToolkitHome> out;
   for (const RoutedToolkit& t : pipeline.toolkits().all())
-    if (t.origin == "wheel" || t.origin == "local") out.push_back({t.origin, t.toolkit->home()});
+    if (t.origin == "wheel" || t.origin == "local") out.push_back({t.origin, t.toolkit->home(), t.toolkit->facts()});
   return out;
 }
 

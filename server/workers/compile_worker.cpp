@@ -131,8 +131,12 @@ Result<WorkerSetup> read_worker_setup(int fd) {
   WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt};
   if (setup.toolkits_handed()) {
     out.toolkits.emplace();
-    for (const worker::ToolkitHome& toolkit : setup.toolkits())
-      out.toolkits->push_back({toolkit.origin(), toolkit.home()});
+    for (const worker::ToolkitHome& toolkit : setup.toolkits()) {
+      ToolkitHome& home = out.toolkits->emplace_back(ToolkitHome{toolkit.origin(), toolkit.home(), std::nullopt});
+      if (toolkit.facts_given())
+        home.facts = ToolkitFacts{toolkit.version(), {toolkit.archs().begin(), toolkit.archs().end()},
+                                  toolkit.has_nvrtc(), toolkit.has_nvjitlink(), toolkit.has_nvfatbin()};
+    }
   }
   return out;
 }

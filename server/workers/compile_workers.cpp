@@ -311,6 +311,14 @@ Status CompileWorkers::await_ready(Worker& worker) {
         worker::ToolkitHome& out = *setup.add_toolkits();
         out.set_origin(toolkit.origin);
         out.set_home(toolkit.home);
+        if (toolkit.facts) {
+          out.set_facts_given(true);
+          out.set_version(toolkit.facts->version);
+          for (uint32_t sm : toolkit.facts->archs) out.add_archs(sm);
+          out.set_has_nvrtc(toolkit.facts->nvrtc);
+          out.set_has_nvjitlink(toolkit.facts->nvjitlink);
+          out.set_has_nvfatbin(toolkit.facts->nvfatbin);
+        }
       }
   }
   std::string bytes;

@@ -68,100 +68,152 @@ std::shared_ptr<const CudaToolkit> CudaToolkit::load(std::string cuda_home,
     cuda_home = env && *env ? env : KJIT_DEFAULT_CUDA_HOME;
   }
   auto toolkit = std::make_shared<CudaToolkit>();
-  toolkit->home_ = cuda_home;
+  toolkit->home_ = std::move(cuda_home);
+  toolkit->search_loader_path_ = search_loader_path;
+  toolkit->ensure_libraries();
+  toolkit->facts_ = toolkit->loaded_facts();
+  toolkit->find_headers(header_fallback.get());
+  return toolkit;
+}
 
-  if (auto nvrtc = load_nvrtc(cuda_home, search_loader_path)) toolkit->nvrtc_ = std::move(nvrtc.value());
-  else toolkit->nvrtc_error_ = nvrtc.error();
-  if (auto nvjitlink = load_nvjitlink(cuda_home, search_loader_path)) toolkit->nvjitlink_ = std::move(nvjitlink.value());
-  else toolkit->nvjitlink_error_ = nvjitlink.error();
-  if (auto nvfatbin = load_nvfatbin(cuda_home, search_loader_path)) toolkit->nvfatbin_ = std::move(nvfatbin.value());
-  else toolkit->nvfatbin_error_ = nvfatbin.error();
+std::shared_ptr<const CudaToolkit> CudaToolkit::load_on_first_use(std::string cuda_home,
+                                                                  std::shared_ptr<const CudaToolkit> header_fallback,
+                                                                  ToolkitFacts facts) {
+  auto toolkit = std::make_shared<CudaToolkit>();
+  toolkit->home_ = std::move(cuda_home);
+  toolkit->facts_ = std::move(facts);
+  toolkit->find_headers(header_fallback.get());
+  return toolkit;
+}
 
-  const CudaToolkit* fallback = header_fallback.get();
+void CudaToolkit::load_libraries() const {
+  if (auto nvrtc = load_nvrtc(home_, search_loader_path_))
+    nvrtc_ = std::move(nvrtc.value());
+  else
+    nvrtc_error_ = nvrtc.error();
+  if (auto nvjitlink = load_nvjitlink(home_, search_loader_path_))
+    nvjitlink_ = std::move(nvjitlink.value());
+  else
+    nvjitlink_error_ = nvjitlink.error();
+  if (auto nvfatbin = load_nvfatbin(home_, search_loader_path_))
+    nvfatbin_ = std::move(nvfatbin.value());
+  else
+    nvfatbin_error_ = nvfatbin.error();
+}
+
+void CudaToolkit::ensure_libraries() const {
+  std::call_once(libraries_once_, [this] {
+    load_libraries();
+    // Loaded at first use: the libraries must be those the facts were
+    // learnt from, or keys and routing made with the facts would lie.
+    if (facts_.version.empty() || loaded_facts() == facts_) return;
+    const ToolkitFacts now = loaded_facts();
+    const Error changed = make_error(ErrorCode::failed_precondition,
+                                     "the CUDA toolkit at " + home_ + " changed since kjitd found it (" +
+                                         facts_.version + " then, " + now.version + " now): restart kjitd to use it");
+    nvrtc_.reset();
+    nvjitlink_.reset();
+    nvfatbin_.reset();
+    nvrtc_error_ = nvjitlink_error_ = nvfatbin_error_ = changed;
+  });
+}
+
+ToolkitFacts CudaToolkit::loaded_facts() const {
+  ToolkitFacts facts{"none", {}, nvrtc_ != nullptr, nvjitlink_ != nullptr, nvfatbin_ != nullptr};
+  if (nvrtc_) {
+    facts.version = std::to_string(nvrtc_->major) + "." + std::to_string(nvrtc_->minor);
+    facts.archs = nvrtc_->supported_archs;
+  } else if (nvjitlink_) {
+    facts.version = std::to_string(nvjitlink_->major) + "." + std::to_string(nvjitlink_->minor);
+  }
+  return facts;
+}
+
+ToolkitFacts CudaToolkit::facts() const {
+  return facts_;
+}
+
+void CudaToolkit::find_headers(const CudaToolkit* fallback) {
   const std::string from_fallback =
-      fallback ? " from the toolkit " + fallback->version() + " at " + fallback->home() + ": " + cuda_home + " has none"
+      fallback ? " from the toolkit " + fallback->version() + " at " + fallback->home() + ": " + home_ + " has none"
                : std::string{};
 
   // The CUDA headers and CCCL are taken separately: a wheel environment may
   // hold one and not the other. Borrowed headers belong to another, often
   // older, toolkit (notes() says which); without them no kernel that
   // includes a toolkit header compiles at all.
-  toolkit->cuda_include_dir_ = cuda_header_dir(cuda_home);
-  if (toolkit->cuda_include_dir_.empty() && fallback && !fallback->cuda_include_dir_.empty()) {
-    toolkit->cuda_include_dir_ = fallback->cuda_include_dir_;
-    toolkit->notes_.push_back("CUDA headers (cuda_runtime.h, crt/)" + from_fallback);
+  cuda_include_dir_ = cuda_header_dir(home_);
+  if (cuda_include_dir_.empty() && fallback && !fallback->cuda_include_dir_.empty()) {
+    cuda_include_dir_ = fallback->cuda_include_dir_;
+    notes_.push_back("CUDA headers (cuda_runtime.h, crt/)" + from_fallback);
   }
-  toolkit->cccl_include_dir_ = cccl_header_dir(cuda_home);
-  if (toolkit->cccl_include_dir_.empty() && fallback && !fallback->cccl_include_dir_.empty()) {
-    toolkit->cccl_include_dir_ = fallback->cccl_include_dir_;
-    toolkit->notes_.push_back("CCCL headers (cuda/std, cub, thrust)" + from_fallback);
+  cccl_include_dir_ = cccl_header_dir(home_);
+  if (cccl_include_dir_.empty() && fallback && !fallback->cccl_include_dir_.empty()) {
+    cccl_include_dir_ = fallback->cccl_include_dir_;
+    notes_.push_back("CCCL headers (cuda/std, cub, thrust)" + from_fallback);
   }
-  if (!toolkit->cuda_include_dir_.empty() || !toolkit->cccl_include_dir_.empty()) {
-    for (const std::string* dir : {&toolkit->cuda_include_dir_, &toolkit->cccl_include_dir_})
-      if (!dir->empty() && std::find(toolkit->include_dirs_.begin(), toolkit->include_dirs_.end(), *dir) ==
-                               toolkit->include_dirs_.end())
-        toolkit->include_dirs_.push_back(*dir);
-    if (toolkit->cuda_include_dir_.empty())
-      toolkit->notes_.push_back("no CUDA headers (include/cuda_runtime.h or include/crt/host_defines.h) in " +
-                                cuda_home + (fallback ? " nor in " + fallback->home() : std::string{}));
-    if (toolkit->cccl_include_dir_.empty())
-      toolkit->notes_.push_back("no CCCL headers (cuda/std, cub, thrust) in " + cuda_home +
-                                (fallback ? " nor in " + fallback->home() : std::string{}));
+  if (!cuda_include_dir_.empty() || !cccl_include_dir_.empty()) {
+    for (const std::string* dir : {&cuda_include_dir_, &cccl_include_dir_})
+      if (!dir->empty() && std::find(include_dirs_.begin(), include_dirs_.end(), *dir) == include_dirs_.end())
+        include_dirs_.push_back(*dir);
+    if (cuda_include_dir_.empty())
+      notes_.push_back("no CUDA headers (include/cuda_runtime.h or include/crt/host_defines.h) in " + home_ +
+                       (fallback ? " nor in " + fallback->home() : std::string{}));
+    if (cccl_include_dir_.empty())
+      notes_.push_back("no CCCL headers (cuda/std, cub, thrust) in " + home_ +
+                       (fallback ? " nor in " + fallback->home() : std::string{}));
   } else {
     // Neither found: what there is, as before, so a toolkit laid out some
     // other way still gets its include directories.
     for (const char* sub : {"/include", "/include/cccl"})
-      if (is_dir(cuda_home + sub)) toolkit->include_dirs_.push_back(cuda_home + sub);
-    toolkit->notes_.push_back("no CUDA headers (include/cuda_runtime.h or include/crt/host_defines.h) in " +
-                              cuda_home + (fallback ? " nor in " + fallback->home() : std::string{}) +
-                              ": kernels including toolkit headers will not compile");
+      if (is_dir(home_ + sub)) include_dirs_.push_back(home_ + sub);
+    notes_.push_back("no CUDA headers (include/cuda_runtime.h or include/crt/host_defines.h) in " + home_ +
+                     (fallback ? " nor in " + fallback->home() : std::string{}) +
+                     ": kernels including toolkit headers will not compile");
   }
 
-  const std::string libdevice = cuda_home + "/nvvm/libdevice/libdevice.10.bc";
+  const std::string libdevice = home_ + "/nvvm/libdevice/libdevice.10.bc";
   if (is_file(libdevice)) {
-    toolkit->libdevice_path_ = libdevice;
+    libdevice_path_ = libdevice;
   } else if (fallback && !fallback->libdevice_path_.empty()) {
-    toolkit->libdevice_path_ = fallback->libdevice_path_;
-    toolkit->notes_.push_back("libdevice" + from_fallback);
+    libdevice_path_ = fallback->libdevice_path_;
+    notes_.push_back("libdevice" + from_fallback);
   }
-  return toolkit;
 }
 
 Result<const NvrtcApi*> CudaToolkit::nvrtc() const {
+  ensure_libraries();
   if (!nvrtc_) return nvrtc_error_;
   return nvrtc_.get();
 }
 
 Result<const NvJitLinkApi*> CudaToolkit::nvjitlink() const {
+  ensure_libraries();
   if (!nvjitlink_) return nvjitlink_error_;
   return nvjitlink_.get();
 }
 
 Result<const NvFatbinApi*> CudaToolkit::nvfatbin() const {
+  ensure_libraries();
   if (!nvfatbin_) return nvfatbin_error_;
   return nvfatbin_.get();
 }
 
 std::string CudaToolkit::version() const {
-  if (nvrtc_) return std::to_string(nvrtc_->major) + "." + std::to_string(nvrtc_->minor);
-  if (nvjitlink_) return std::to_string(nvjitlink_->major) + "." + std::to_string(nvjitlink_->minor);
-  return "none";
+  return facts_.version;
 }
 
 std::vector<uint32_t> CudaToolkit::supported_archs() const {
-  return nvrtc_ ? nvrtc_->supported_archs : std::vector<uint32_t>{};
+  return facts_.archs;
 }
 
 bool CudaToolkit::supports(const Target& target) const {
   const ArchInfo* arch = find_arch(target.sm);
   if (!arch) return false;
-  const std::pair<unsigned, unsigned> have = parse_version(version());
+  const std::pair<unsigned, unsigned> have = parse_version(facts_.version);
   if (target.suffix == 'f' && have < std::pair<unsigned, unsigned>{12, 9}) return false;
-  if (nvrtc_) {
-    const std::vector<uint32_t>& archs = nvrtc_->supported_archs;
-    return std::find(archs.begin(), archs.end(), target.sm) != archs.end();
-  }
-  if (nvjitlink_) return have >= parse_version(arch->min_cuda);
+  if (facts_.nvrtc) return std::find(facts_.archs.begin(), facts_.archs.end(), target.sm) != facts_.archs.end();
+  if (facts_.nvjitlink) return have >= parse_version(arch->min_cuda);
   return false;
 }
 

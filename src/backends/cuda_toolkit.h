@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,16 @@ struct NvJitLinkApi;
 struct NvFatbinApi;
 struct Target;
 
+// What loading a toolkit's libraries told about it: all that routing a
+// target and naming the toolkit need. A daemon hands these to its compile
+// workers, which then load a toolkit's libraries only when a job needs them.
+struct ToolkitFacts {
+  std::string version;                                      // as CudaToolkit::version()
+  std::vector<uint32_t> archs;                              // as CudaToolkit::supported_archs()
+  bool nvrtc = false, nvjitlink = false, nvfatbin = false;  // which libraries loaded
+  bool operator==(const ToolkitFacts&) const = default;
+};
+
 class CudaToolkit {
  public:
   // cuda_home empty: $CUDA_HOME, then the toolkit kjit was built against,
@@ -27,6 +39,16 @@ class CudaToolkit {
   // nvrtc.h and nothing a kernel includes. notes() says what was borrowed.
   static std::shared_ptr<const CudaToolkit> load(std::string cuda_home = {},
                                                  std::shared_ptr<const CudaToolkit> header_fallback = nullptr);
+  // The same toolkit, described by what another process learnt loading it:
+  // its headers and libdevice are found now, its libraries are loaded at the
+  // first nvrtc(), nvjitlink() or nvfatbin() call. Loading one takes tens of
+  // milliseconds, which a worker need not spend before its first job on a
+  // toolkit that builds only the rarer targets. Should the libraries found
+  // then differ from `facts` (replaced since), those calls fail, naming both.
+  static std::shared_ptr<const CudaToolkit> load_on_first_use(std::string cuda_home,
+                                                              std::shared_ptr<const CudaToolkit> header_fallback,
+                                                              ToolkitFacts facts);
+  ToolkitFacts facts() const;
 
   const std::string& home() const { return home_; }
 
@@ -57,11 +79,25 @@ class CudaToolkit {
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
+  // The toolkit's headers and libdevice, found at once either way.
+  void find_headers(const CudaToolkit* fallback);
+  // The libraries, loaded once: at load(), or at the first call needing one.
+  void load_libraries() const;
+  void ensure_libraries() const;
+  // What the loaded libraries say about themselves.
+  ToolkitFacts loaded_facts() const;
+
   std::string home_;
-  std::shared_ptr<const NvrtcApi> nvrtc_;
-  std::shared_ptr<const NvJitLinkApi> nvjitlink_;
-  std::shared_ptr<const NvFatbinApi> nvfatbin_;
-  Error nvrtc_error_, nvjitlink_error_, nvfatbin_error_;
+  bool search_loader_path_ = false;
+  // What version(), supported_archs() and supports() answer: the loaded
+  // libraries' facts, or those handed to load_on_first_use.
+  ToolkitFacts facts_;
+  mutable std::once_flag libraries_once_;
+  // Written once, under libraries_once_, before any reader sees them.
+  mutable std::shared_ptr<const NvrtcApi> nvrtc_;
+  mutable std::shared_ptr<const NvJitLinkApi> nvjitlink_;
+  mutable std::shared_ptr<const NvFatbinApi> nvfatbin_;
+  mutable Error nvrtc_error_, nvjitlink_error_, nvfatbin_error_;
   std::vector<std::string> include_dirs_;
   // Which of include_dirs_ hold the CUDA headers and CCCL ("" = none), so a
   // toolkit using this one as its fallback borrows only what it lacks.

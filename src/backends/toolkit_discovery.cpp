@@ -151,7 +151,9 @@ std::vector<DiscoveredToolkit> load_cuda_toolkits(const std::string& system_home
   std::shared_ptr<const CudaToolkit> system = CudaToolkit::load(system_home);
   found.push_back({"system", system->home(), system});
   for (const ToolkitHome& toolkit : homes)
-    found.push_back({toolkit.origin, toolkit.home, CudaToolkit::load(toolkit.home, system)});
+    found.push_back({toolkit.origin, toolkit.home,
+                     toolkit.facts ? CudaToolkit::load_on_first_use(toolkit.home, system, *toolkit.facts)
+                                   : CudaToolkit::load(toolkit.home, system)});
   return found;
 }
 

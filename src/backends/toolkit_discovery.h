@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,15 @@ std::vector<DiscoveredToolkit> discover_cuda_toolkits(const ToolkitSearch& searc
 struct ToolkitHome {
   std::string origin;  // "wheel" or "local"
   std::string home;
+  // What the discovering process learnt loading it; when given, its
+  // libraries are loaded at their first use (CudaToolkit::load_on_first_use).
+  std::optional<ToolkitFacts> facts;
 };
 // The toolkits another process discovered, loaded without searching: the
 // system one as discover_cuda_toolkits loads it (system_home as
-// ToolkitSearch::system_home), then `homes` in their order.
+// ToolkitSearch::system_home), then `homes` in their order. The system
+// toolkit builds most targets and is loaded now; the others, when their
+// facts are given, at their first use.
 std::vector<DiscoveredToolkit> load_cuda_toolkits(const std::string& system_home, const std::vector<ToolkitHome>& homes);
 
 // The toolkit homes (nvidia/cuNN directories holding libnvrtc, libnvJitLink

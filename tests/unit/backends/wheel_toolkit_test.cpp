@@ -115,5 +115,38 @@ TEST(WheelToolkit, SupportFollowsNvrtcThenNvJitLinksVersion) {
   EXPECT_TRUE(wheel->supports(target("cuda:90")));
 }
 
+// A worker routes by the facts its daemon handed and loads a toolkit's
+// libraries only when a job needs one: the same answers as loading at once,
+// and libraries that no longer match the facts are refused, not used.
+TEST(WheelToolkit, HandedFactsAnswerUntilFirstUseLoadsTheSameLibraries) {
+  std::string why;
+  std::shared_ptr<const CudaToolkit> wheel = test::local_wheel_toolkit(why);
+  if (!wheel) GTEST_SKIP() << why;
+  const ToolkitFacts facts = wheel->facts();
+  EXPECT_TRUE(facts.nvrtc && facts.nvjitlink && facts.nvfatbin);
+
+  auto lazy = CudaToolkit::load_on_first_use(wheel->home(), CudaToolkit::load(), facts);
+  EXPECT_EQ(lazy->version(), wheel->version());
+  EXPECT_EQ(lazy->supported_archs(), wheel->supported_archs());
+  EXPECT_EQ(lazy->include_dirs(), wheel->include_dirs());
+  EXPECT_TRUE(lazy->supports(target("cuda:107")));
+  Result<const NvrtcApi*> nvrtc = lazy->nvrtc();
+  ASSERT_TRUE(nvrtc) << nvrtc.error().message;
+  EXPECT_EQ((*nvrtc)->library_path, (*wheel->nvrtc())->library_path);
+  EXPECT_EQ(lazy->facts(), facts);
+
+  ToolkitFacts stale = facts;
+  stale.version = "12.1";
+  auto replaced = CudaToolkit::load_on_first_use(wheel->home(), CudaToolkit::load(), stale);
+  EXPECT_EQ(replaced->version(), "12.1");  // what keys were made with, until a job needs the libraries
+  Result<const NvJitLinkApi*> nvjitlink = replaced->nvjitlink();
+  ASSERT_FALSE(nvjitlink);
+  EXPECT_EQ(nvjitlink.error().code, ErrorCode::failed_precondition);
+  EXPECT_NE(nvjitlink.error().message.find("changed since kjitd found it (12.1 then, " + facts.version + " now)"),
+            std::string::npos)
+      << nvjitlink.error().message;
+  EXPECT_FALSE(replaced->nvrtc());
+}
+
 }  // namespace
 }  // namespace kjit
