@@ -284,16 +284,21 @@ Result<CacheStats> Client::cache_stats() const {
   return to_cache_stats(response);
 }
 
-Result<std::vector<CacheListing>> Client::cache_list(uint32_t limit) const {
+Result<std::vector<CacheListing>> Client::cache_list(uint32_t limit) const { return cache_list(limit, {}); }
+
+Result<std::vector<CacheListing>> Client::cache_list(uint32_t limit, const std::string& blob_namespace) const {
   grpc::ClientContext context;
   if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::ListRequest request;
   request.set_limit(limit);
+  request.set_blob_namespace(blob_namespace);
   v1::ListResponse response;
   grpc::Status status = impl_->cache->List(&context, request, &response);
   if (!status.ok()) return from_grpc_status(status, context);
   std::vector<CacheListing> out;
-  for (const v1::CacheListing& e : response.entries()) out.push_back({e.key(), e.bytes(), e.last_access_unix()});
+  for (const v1::CacheListing& e : response.entries())
+    out.push_back({e.key(), e.bytes(), e.last_access_unix(), e.blob_kind(), e.blob_namespace(), e.blob_key(),
+                   e.blob_name()});
   return out;
 }
 

@@ -1,7 +1,9 @@
 #include "client/cli/cache_commands.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -52,6 +54,90 @@ Result<ExplainSide> side_of(const std::string& what, const CompileArgs& flags) {
 }
 
 
+Error file_error(const std::string& what, const std::string& path) {
+  return make_error(ErrorCode::failed_precondition, what + " " + path + ": " + std::strerror(errno));
+}
+
+// The bundle goes to FILE.partial first and takes its name once whole, so a
+// failed export never leaves a truncated bundle under the name asked for.
+int run_export(const CacheArgs& args, const Connection& connection, Client& client) {
+  const bool to_stdout = args.bundle_file == "-";
+  const std::string partial = args.bundle_file + ".partial";
+  std::FILE* out = to_stdout ? stdout : std::fopen(partial.c_str(), "wb");
+  if (!out) return report_error(file_error("cannot write", partial), connection.target);
+  BundleExportOptions options{args.ns, args.targets, args.recipes_only};
+  Result<BundleExportResult> exported = client.export_bundle(options, [&](std::string_view bytes) -> Status {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size()) return file_error("cannot write", partial);
+    return Ok{};
+  });
+  const bool flushed = std::fflush(out) == 0;
+  if (!to_stdout) {
+    const bool closed = std::fclose(out) == 0;
+    if (exported && (!flushed || !closed)) exported = file_error("cannot write", partial);
+    if (exported && std::rename(partial.c_str(), args.bundle_file.c_str()) != 0)
+      exported = file_error("cannot rename " + partial + " to", args.bundle_file);
+    if (!exported) std::remove(partial.c_str());
+  }
+  if (!exported) return report_error(exported.error(), connection.target);
+  // On stdout the bundle is the output: the summary goes to stderr.
+  std::FILE* summary = to_stdout ? stderr : stdout;
+  if (args.json) {
+    std::fprintf(summary, "%s\n",
+                 nlohmann::json{{"file", args.bundle_file},
+                                {"entries", exported->entries},
+                                {"blobs", exported->blobs},
+                                {"recipes", exported->recipes},
+                                {"bytes", exported->bytes}}
+                     .dump()
+                     .c_str());
+  } else {
+    std::fprintf(summary, "exported %llu entries, %llu blobs and %llu recipes to %s (%llu bytes)\n",
+                 (unsigned long long)exported->entries, (unsigned long long)exported->blobs,
+                 (unsigned long long)exported->recipes, args.bundle_file.c_str(), (unsigned long long)exported->bytes);
+  }
+  return k_exit_ok;
+}
+
+int run_import(const CacheArgs& args, const Connection& connection, Client& client) {
+  const bool from_stdin = args.bundle_file == "-";
+  std::FILE* in = from_stdin ? stdin : std::fopen(args.bundle_file.c_str(), "rb");
+  if (!in) return report_error(file_error("cannot read", args.bundle_file), connection.target);
+  Result<BundleImportResult> imported =
+      client.import_bundle(args.ns, [&](char* buffer, size_t capacity) -> Result<size_t> {
+        const size_t got = std::fread(buffer, 1, capacity, in);
+        if (got == 0 && std::ferror(in)) return file_error("cannot read", args.bundle_file);
+        return got;
+      });
+  if (!from_stdin) std::fclose(in);
+  if (!imported) return report_error(imported.error(), connection.target);
+  if (args.json) {
+    nlohmann::json skips = nlohmann::json::array();
+    for (const BundleImportSkip& s : imported->skips)
+      skips.push_back({{"reason", s.reason}, {"count", s.count}, {"example", s.example}});
+    std::cout << nlohmann::json{{"file", args.bundle_file},
+                                {"namespace", imported->ns},
+                                {"entries_imported", imported->entries_imported},
+                                {"blobs_imported", imported->blobs_imported},
+                                {"recipes_imported", imported->recipes_imported},
+                                {"skipped", imported->skipped},
+                                {"skips", skips},
+                                {"entry_format", imported->entry_format},
+                                {"toolchains", imported->toolchains},
+                                {"bundle_bytes", imported->bundle_bytes}}
+                     .dump()
+              << std::endl;
+    return k_exit_ok;
+  }
+  const std::string where = imported->ns.empty() ? "the default namespace" : "namespace " + imported->ns;
+  std::printf("imported %llu entries, %llu blobs and %llu recipes into %s; skipped %llu\n",
+              (unsigned long long)imported->entries_imported, (unsigned long long)imported->blobs_imported,
+              (unsigned long long)imported->recipes_imported, where.c_str(), (unsigned long long)imported->skipped);
+  for (const BundleImportSkip& s : imported->skips)
+    std::printf("  %8llu  %s%s%s\n", (unsigned long long)s.count, s.reason.c_str(), s.example.empty() ? "" : ", e.g. ",
+                s.example.c_str());
+  return k_exit_ok;
+}
+
 int print_stats(const CacheStats& stats, bool json) {
   if (json)
     std::cout << cache_stats_json(stats) << std::endl;
@@ -69,6 +155,8 @@ CLI::App* add_cache_command(CLI::App& app, CacheArgs& args) {
   args.stats->add_flag("--json", args.json, "print JSON");
   args.ls = cache->add_subcommand("ls", "list the disk tier's entries, most recently used first");
   args.ls->add_option("--limit", args.limit, "at most this many");
+  args.ls->add_option("--blob-namespace", args.blob_namespace,
+                      "only your client blobs and groups stored under this namespace, each with what it holds");
   args.ls->add_flag("--json", args.json, "print JSON");
   args.rm = cache->add_subcommand("rm", "remove an entry from every tier");
   args.rm->add_option("key", args.key, "cache key")->required();
@@ -84,6 +172,19 @@ CLI::App* add_cache_command(CLI::App& app, CacheArgs& args) {
   args.explain->add_option("--right-target", args.right_target, "target for side b only");
   args.explain->add_option("--right-define", args.right_defines, "extra macro for side b only");
   args.explain->add_flag("--json", args.json, "print JSON");
+  args.export_bundle = cache->add_subcommand(
+      "export", "write the cache's entries, client blobs and recipes to a portable, checksummed bundle");
+  args.export_bundle->add_option("-o,--output", args.bundle_file, "the bundle's file; - for stdout")->required();
+  args.export_bundle->add_option("--namespace", args.ns, "another cache namespace (the operator's)");
+  args.export_bundle->add_option("--target", args.targets,
+                                 "only compile entries built for these targets (cuda:90, hip:gfx942); no client blobs");
+  args.export_bundle->add_flag("--recipes-only", args.recipes_only, "only the recipes, for a node that warms them itself");
+  args.export_bundle->add_flag("--json", args.json, "print the summary as JSON");
+  args.import_bundle = cache->add_subcommand(
+      "import", "load a bundle into the cache's tiers; entries already there are kept");
+  args.import_bundle->add_option("file", args.bundle_file, "the bundle (kjit cache export); - for stdin")->required();
+  args.import_bundle->add_option("--namespace", args.ns, "another cache namespace (the operator's)");
+  args.import_bundle->add_flag("--json", args.json, "print JSON");
   // `kjit cache stats --socket S`: the connection options are cache's, and
   // reach it from after the command too.
   for (CLI::App* command : cache->get_subcommands({})) command->fallthrough();
@@ -98,18 +199,30 @@ int run_cache(const CacheArgs& args, const Connection& connection) {
     return print_stats(*stats, args.json);
   }
   if (*args.ls) {
-    Result<std::vector<CacheListing>> entries = client.cache_list(args.limit);
+    Result<std::vector<CacheListing>> entries = client.cache_list(args.limit, args.blob_namespace);
     if (!entries) return report_error(entries.error(), connection.target);
     if (args.json) {
       nlohmann::json out = nlohmann::json::array();
-      for (const CacheListing& e : *entries) out.push_back({{"key", e.key}, {"bytes", e.bytes}, {"last_access_unix", e.last_access_unix}});
+      for (const CacheListing& e : *entries) {
+        nlohmann::json entry{{"key", e.key}, {"bytes", e.bytes}, {"last_access_unix", e.last_access_unix}};
+        if (!e.blob_kind.empty())
+          entry.update({{"blob_kind", e.blob_kind},
+                        {"blob_namespace", e.blob_namespace},
+                        {"blob_key", e.blob_key},
+                        {"blob_name", e.blob_name}});
+        out.push_back(std::move(entry));
+      }
       std::cout << out.dump() << std::endl;
     } else {
       for (const CacheListing& e : *entries) {
         char when[32] = "-";
         std::time_t t = e.last_access_unix;
         if (t) std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::localtime(&t));
-        std::printf("%s %10llu %s\n", e.key.c_str(), (unsigned long long)e.bytes, when);
+        std::printf("%s %10llu %s", e.key.c_str(), (unsigned long long)e.bytes, when);
+        if (!e.blob_kind.empty())
+          std::printf(" %s %s/%s/%s", e.blob_kind.c_str(), e.blob_namespace.c_str(), e.blob_key.c_str(),
+                      e.blob_name.c_str());
+        std::printf("\n");
       }
     }
     return k_exit_ok;
@@ -139,6 +252,8 @@ int run_cache(const CacheArgs& args, const Connection& connection) {
     std::printf("\n");
     return k_exit_ok;
   }
+  if (*args.export_bundle) return run_export(args, connection, client);
+  if (*args.import_bundle) return run_import(args, connection, client);
   if (*args.explain) {
     Result<ExplainSide> left = side_of(args.left, args.compile);
     if (!left) return usage_error("cache", left.error().message);

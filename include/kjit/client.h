@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -295,6 +296,9 @@ struct CacheListing {
   std::string key;
   uint64_t bytes = 0;
   int64_t last_access_unix = 0;
+  // Listed with a blob namespace: which of the caller's client blobs the
+  // entry holds ("client-blob" or "client-blob-group"); empty otherwise.
+  std::string blob_kind, blob_namespace, blob_key, blob_name;
 };
 
 struct CacheGcResult {
@@ -304,6 +308,34 @@ struct CacheGcResult {
 struct CacheVerifyResult {
   uint64_t checked = 0, removed = 0;
   uint64_t temp_files_removed = 0;  // temp files of writers that died mid-write
+};
+
+// A portable cache bundle (`kjit cache export` / `import`; docs/bundle-format.md).
+struct BundleExportOptions {
+  std::string ns;                    // empty: the caller's own namespace; another is the operator's to name
+  std::vector<std::string> targets;  // only compile entries built for these (no client blobs); empty: all
+  bool recipes_only = false;
+};
+
+struct BundleExportResult {
+  uint64_t entries = 0, blobs = 0, recipes = 0;
+  uint64_t bytes = 0;  // the bundle's size
+};
+
+struct BundleImportSkip {
+  std::string reason;
+  uint64_t count = 0;
+  std::string example;  // the first key (or recipe digest) skipped for it
+};
+
+struct BundleImportResult {
+  uint64_t entries_imported = 0, blobs_imported = 0, recipes_imported = 0;
+  uint64_t skipped = 0;  // all reasons together
+  std::vector<BundleImportSkip> skips;
+  uint32_t entry_format = 0;
+  std::vector<std::string> toolchains;  // what the bundle's entries were built with
+  uint64_t bundle_bytes = 0;
+  std::string ns;  // where its records went
 };
 
 // A client blob: opaque bytes stored under (namespace, key, name).
@@ -486,11 +518,22 @@ class Client {
   // The compile cache (FAILED_PRECONDITION when the daemon runs without one).
   Result<CacheStats> cache_stats() const;
   Result<std::vector<CacheListing>> cache_list(uint32_t limit = 0) const;  // disk tier, most recent first
+  // Only the caller's client blobs and groups stored under blob_namespace
+  // (put_blob's namespace), each with its identity.
+  Result<std::vector<CacheListing>> cache_list(uint32_t limit, const std::string& blob_namespace) const;
   Status cache_remove(const std::string& key) const;
   Result<CacheGcResult> cache_gc(uint64_t max_bytes) const;
   Result<CacheVerifyResult> cache_verify() const;
   // Why two requests (or keys) differ: their key components side by side.
   Result<KeyExplanation> explain(const ExplainSide& left, const ExplainSide& right) const;
+  // A bundle of the cache: its bytes go to `write` as they come (an error
+  // it returns cancels the export); what it holds.
+  Result<BundleExportResult> export_bundle(const BundleExportOptions& options,
+                                 const std::function<Status(std::string_view bytes)>& write) const;
+  // Loads a bundle into namespace ns (empty: the caller's own). `read` fills
+  // up to `capacity` bytes of the bundle and says how many, 0 at its end.
+  Result<BundleImportResult> import_bundle(const std::string& ns,
+                                           const std::function<Result<size_t>(char* buffer, size_t capacity)>& read) const;
 
   // Client blobs, in the cache's tiers under (namespace, key, name); the
   // daemon checks every field (1 to 256 bytes, no NUL; a name is a file

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "pipeline/cache_key.h"
+#include "server/compile/bundle_export.h"
+#include "server/compile/bundle_import.h"
 #include "server/edge/compile_translation.h"
 #include "server/edge/status_mapping.h"
 #include "server/rpc/caller_cache.h"
 #include "server/rpc/caller_stats.h"
+#include "target/target.h"
 
 namespace kjit {
 namespace {
@@ -40,7 +45,41 @@ v1::BlobClaimEnded::Reason to_reason(ClaimEnd end) {
 }
 Error disk_off() { return make_error(ErrorCode::failed_precondition, "the disk cache tier is off on this daemon"); }
 
+// What an export streams per message: well under gRPC's message bounds,
+// large enough that a big bundle is not thousands of tiny writes.
+constexpr size_t k_bundle_chunk_bytes = 1u << 20;
+constexpr size_t k_max_bundle_targets = 64;
+
+// The export's targets, each as the target table spells it.
+Result<std::vector<std::string>> canonical_targets(const google::protobuf::RepeatedPtrField<std::string>& targets) {
+  if (static_cast<size_t>(targets.size()) > k_max_bundle_targets)
+    return make_error(ErrorCode::invalid_argument, "at most " + std::to_string(k_max_bundle_targets) + " targets, not " +
+                                                       std::to_string(targets.size()));
+  std::vector<std::string> out;
+  for (const std::string& text : targets) {
+    Result<Target> target = parse_target(text);
+    if (!target) return make_error(ErrorCode::invalid_argument, "target: " + target.error().message);
+    out.push_back(target->canonical());
+  }
+  return out;
+}
+
+std::string imported_so_far(const BundleImportReport& report) {
+  return std::to_string(report.entries) + " entries, " + std::to_string(report.blobs) + " blobs and " +
+         std::to_string(report.recipes) + " recipes imported before it, each verified";
+}
+
 }  // namespace
+
+// A bundle holds a namespace's compile entries: the caller's own (the
+// operator's, a tenant's), never those every socket user shares, which a
+// socket user may neither list nor replace.
+Result<std::string> CacheService::bundle_namespace_of(const Caller& caller, std::string_view asked) const {
+  if (!caller.is_operator() && !owns_its_compiles(caller))
+    return gate_->operators_only("a cache bundle, which holds the compile entries every socket user shares,",
+                                 "ask an operator, or call with a tenant's token for its own namespace");
+  return recipe_namespace_of(caller, asked);
+}
 
 CacheService::CacheService(std::shared_ptr<const CachedCompiler> compiler, std::shared_ptr<CallGate> gate)
     : compiler_(std::move(compiler)), gate_(gate ? std::move(gate) : std::make_shared<CallGate>(CallGate::Options{})) {
@@ -349,6 +388,88 @@ grpc::Status CacheService::GetDirectReadGrant(grpc::ServerContext* context, cons
     response->set_namespace_(caller.blob_ns);
     response->set_names_key(names_key->data(), names_key->size());
     response->set_names_key_id(cache->names_secret_id());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::ExportBundle(grpc::ServerContext* context, const v1::ExportBundleRequest* request,
+                                        grpc::ServerWriter<v1::BundleChunk>* writer) {
+  return gate_->serve(context, "ExportBundle", [&](const Caller& caller) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    if (!cache) return to_grpc_status(cache_off(), *context);
+    Result<std::string> ns = bundle_namespace_of(caller, request->namespace_());
+    if (!ns) return to_grpc_status(ns.error(), *context);
+    Result<std::vector<std::string>> targets = canonical_targets(request->targets());
+    if (!targets) return to_grpc_status(targets.error(), *context);
+    v1::BundleChunk chunk;
+    auto send = [&]() -> Status {
+      if (chunk.data().empty()) return Ok{};
+      if (!writer->Write(chunk)) return make_error(ErrorCode::cancelled, "the caller went away during the export");
+      chunk.mutable_data()->clear();
+      return Ok{};
+    };
+    auto sink = [&](std::string_view bytes) -> Status {
+      chunk.mutable_data()->append(bytes);
+      return chunk.data().size() >= k_bundle_chunk_bytes ? send() : Status(Ok{});
+    };
+    Result<BundleExportReport> report =
+        export_bundle(*cache, compiler_->recipes(), *ns, BundleSelection{std::move(*targets), request->recipes_only()},
+                      std::string("kjit ") + KJIT_VERSION, sink);
+    if (!report) return to_grpc_status(report.error(), *context);
+    v1::BundleExportSummary* summary = chunk.mutable_summary();
+    summary->set_entries(report->entries);
+    summary->set_blobs(report->blobs);
+    summary->set_recipes(report->recipes);
+    summary->set_bytes(report->bytes);
+    if (!writer->Write(chunk)) return to_grpc_status(make_error(ErrorCode::cancelled, "the caller went away during the export"), *context);
+    spdlog::info("exported a cache bundle of namespace '{}': {} entries, {} blobs, {} recipes, {} bytes", *ns,
+                 report->entries, report->blobs, report->recipes, report->bytes);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CacheService::ImportBundle(grpc::ServerContext* context, grpc::ServerReader<v1::ImportBundleRequest>* reader,
+                                        v1::ImportBundleResponse* response) {
+  return gate_->serve(context, "ImportBundle", [&](const Caller& caller) -> grpc::Status {
+    DaemonCache* cache = compiler_->cache();
+    if (!cache) return to_grpc_status(cache_off(), *context);
+    v1::ImportBundleRequest message;
+    const bool any = reader->Read(&message);
+    // The namespace is the first message's; the others carry bytes alone.
+    Result<std::string> ns = bundle_namespace_of(caller, message.namespace_());
+    if (!ns) return to_grpc_status(ns.error(), *context);
+    BundleImport import(*cache, compiler_->recipes(), compiler_->config(), compiler_->pipeline(), *ns);
+    auto failed = [&](Error error) {
+      if (import.report().entries || import.report().blobs || import.report().recipes)
+        error.message += " (" + imported_so_far(import.report()) + ")";
+      spdlog::warn("a cache bundle import into namespace '{}' stopped: {}", *ns, error.message);
+      return to_grpc_status(error, *context);
+    };
+    for (bool more = any; more; more = reader->Read(&message)) {
+      if (!message.namespace_().empty() && message.namespace_() != *ns)
+        return failed(make_error(ErrorCode::invalid_argument,
+                                 "the namespace is named in the first message alone, not '" + message.namespace_() + "'"));
+      if (Status fed = import.feed(message.data()); !fed) return failed(fed.error());
+    }
+    if (call_gone(*context)) return failed(make_error(ErrorCode::cancelled, "the caller went away during the import"));
+    Result<BundleImportReport> report = import.finish();
+    if (!report) return failed(report.error());
+    response->set_entries_imported(report->entries);
+    response->set_blobs_imported(report->blobs);
+    response->set_recipes_imported(report->recipes);
+    response->set_skipped(report->skipped());
+    for (const BundleImportReport::Skip& skip : report->skips) {
+      v1::BundleSkip* out = response->add_skips();
+      out->set_reason(skip.reason);
+      out->set_count(skip.count);
+      out->set_example(skip.example);
+    }
+    response->set_entry_format(report->entry_format);
+    for (const std::string& toolchain : report->toolchains) response->add_toolchains(toolchain);
+    response->set_bundle_bytes(report->bytes);
+    response->set_namespace_(report->ns);
+    spdlog::info("imported a cache bundle into namespace '{}': {} entries, {} blobs, {} recipes, {} skipped", *ns,
+                 report->entries, report->blobs, report->recipes, report->skipped());
     return grpc::Status::OK;
   });
 }

@@ -1,5 +1,6 @@
 // The kjit.v1.Cache gRPC service: statistics, listing, removal, gc, verify,
-// Explain (why two requests got different keys), and client blobs.
+// Explain (why two requests got different keys), client blobs, and
+// portable bundles (export, import).
 #pragma once
 
 #include <memory>
@@ -37,9 +38,17 @@ class CacheService final : public v1::Cache::Service {
                                 v1::ReleaseBlobClaimResponse*) override;
   grpc::Status GetDirectReadGrant(grpc::ServerContext*, const v1::DirectReadGrantRequest*,
                                   v1::DirectReadGrantResponse*) override;
+  // Portable bundles (docs/bundle-format.md): the bundle's bytes stream out
+  // as it is written and in as it is read, so neither side holds it whole.
+  grpc::Status ExportBundle(grpc::ServerContext*, const v1::ExportBundleRequest*,
+                            grpc::ServerWriter<v1::BundleChunk>*) override;
+  grpc::Status ImportBundle(grpc::ServerContext*, grpc::ServerReader<v1::ImportBundleRequest>*,
+                            v1::ImportBundleResponse*) override;
 
  private:
   Result<CacheKey> key_of(const v1::ExplainSide& side, const Caller& caller) const;
+  // The namespace a bundle call reaches: the caller's own, or the one the operator names.
+  Result<std::string> bundle_namespace_of(const Caller& caller, std::string_view asked) const;
   std::shared_ptr<const CachedCompiler> compiler_;
   std::shared_ptr<CallGate> gate_;
   std::unique_ptr<BlobStore> blobs_;  // null when the cache is off

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -59,6 +60,35 @@ TEST_F(ClientBlobTest, PutThenGetReturnsTheSameBytes) {
   bool found = false;
   for (const CacheListing& entry : *listed) found = found || entry.key == *cache_key;
   EXPECT_TRUE(found) << *cache_key;
+}
+
+// Listed with a blob namespace, the disk tier answers only the caller's
+// blobs and groups of that namespace, each with its identity: what a
+// framework's cache needs to count or clear its own entries.
+TEST_F(ClientBlobTest, ListingABlobNamespaceNamesEachBlobAndGroupOfItAlone) {
+  TestDaemon daemon(daemon_options());
+  Client client(daemon.socket_path());
+  Result<std::string> cubin = client.put_blob("triton", "K1", "k.cubin", "cubin bytes");
+  ASSERT_TRUE(cubin) << cubin.error().message;
+  ASSERT_TRUE(client.put_blob("triton", "K1", "k.json", "{}"));
+  ASSERT_TRUE(client.put_blob_group("triton", "K1", "k.json", {"k.cubin", "k.json"}));
+  ASSERT_TRUE(client.put_blob("cuda-core", "K9", "other.cubin", "other"));
+
+  Result<std::vector<CacheListing>> listed = client.cache_list(0, "triton");
+  ASSERT_TRUE(listed) << listed.error().message;
+  std::set<std::string> seen;
+  for (const CacheListing& entry : *listed) {
+    EXPECT_EQ(entry.blob_namespace, "triton") << entry.key;
+    EXPECT_EQ(entry.blob_key, "K1") << entry.key;
+    seen.insert(entry.blob_kind + " " + entry.blob_name);
+    if (entry.blob_kind == "client-blob" && entry.blob_name == "k.cubin") EXPECT_EQ(entry.key, *cubin);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"client-blob k.cubin", "client-blob k.json", "client-blob-group k.json"}));
+  // Without one, every entry, none of them described.
+  Result<std::vector<CacheListing>> all = client.cache_list();
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->size(), 4u);
+  for (const CacheListing& entry : *all) EXPECT_TRUE(entry.blob_kind.empty()) << entry.key;
 }
 
 TEST_F(ClientBlobTest, AnUnknownNameIsAMissNotAnError) {
