@@ -5,20 +5,25 @@ Needs no daemon: the stubs are replaced by fakes that record what is sent."""
 import ast
 import asyncio
 import inspect
+import io
 import pathlib
 
+import grpc
 import pytest
 
 import kjit
 import kjit._client
 import kjit.aio
 from kjit import _calls, _health
+from google.protobuf import message
 from kjit.v1 import cache_pb2, compiler_pb2, diagnostics_pb2, launch_pb2
 
 # Methods that fetch a group's deferred members and merge them with add_deferred.
 DEFERRING = {"get_blob_group", "claim_blob_group"}
 # Methods whose call stays open past its first answer: sent without a deadline.
 HOLDING = {"claim_blob_group"}
+# Methods whose answer streams: each message goes to the Call's BundleOut.
+RECEIVING = {"export_bundle"}
 # Public methods that are not RPCs: they only close the channel.
 TRANSPORT_ONLY = {"close"}
 # Twins under another name: a context manager on each side.
@@ -35,6 +40,8 @@ BUILDERS = {name: getattr(_calls, name, None) for name in RPC_METHODS}
 
 KEY = "ab" * 32
 SOURCE = "__global__ void k() {}"
+# Two ImportBundle messages and a bit: a bundle is sent in pieces.
+BUNDLE = b"KJITBNDL" + bytes(range(256)) * (2 * _calls.BUNDLE_CHUNK_BYTES // 256)
 
 # Arguments for each RPC method, as a user passes them: the defaults left to
 # the method, so that both clients' defaults are exercised too.
@@ -60,6 +67,13 @@ ARGUMENTS = {
     "status": ((), {}),
     "echo": ((b"ping",), {}),
     "reload": ((), {}),
+    "recipes": (("team",), dict(since=1700000000, limit=3)),
+    "recipe": ((KEY,), {}),
+    "remove_recipe": ((KEY,), dict(namespace="team")),
+    "seal": ((), dict(mode="refuse")),
+    "unseal": (("team",), {}),
+    "export_bundle": ((), dict(targets=["cuda:90"], namespace="team")),
+    "import_bundle": ((BUNDLE,), dict(namespace="team")),
 }
 
 # What the fake daemon answers, per "<stub>.<Method>".
@@ -91,10 +105,29 @@ RESPONSES = {
     "diagnostics.Echo": diagnostics_pb2.EchoResponse(payload=b"ping"),
     "diagnostics.Reload": diagnostics_pb2.ReloadResponse(reloaded=["tenants", "log_level"],
                                                          needs_restart=["cache.memory_bytes"]),
+    "recipes.ListRecipes": cache_pb2.ListRecipesResponse(recipes=[cache_pb2.RecipeSummary(
+        digest=KEY, input_kind=compiler_pb2.INPUT_KIND_PTX, input_name="k.ptx", bytes=9, last_target="cuda:90")]),
+    "recipes.GetRecipe": cache_pb2.GetRecipeResponse(
+        summary=cache_pb2.RecipeSummary(digest=KEY, input_kind=compiler_pb2.INPUT_KIND_CUDA_SOURCE),
+        request=compiler_pb2.CompileRequest(
+            input=compiler_pb2.Input(kind=compiler_pb2.INPUT_KIND_CUDA_SOURCE, data=SOURCE.encode(), name="k.cu"),
+            options=["-DX=1"], headers={"a.h": b"int a;"}, name_expressions=["k"])),
+    "recipes.RemoveRecipe": cache_pb2.RemoveRecipeResponse(removed=True),
+    "recipes.SetSeal": cache_pb2.SealResponse(seals=[cache_pb2.Seal(
+        all_namespaces=True, after_warmup=cache_pb2.AFTER_WARMUP_REFUSE, sealed_unix=1700000000)]),
+    # A streamed answer: the bundle's bytes in pieces, the summary on the last.
+    "cache.ExportBundle": [cache_pb2.BundleChunk(data=b"KJITBNDL"), cache_pb2.BundleChunk(data=b""),
+                           cache_pb2.BundleChunk(data=b"the rest", summary=cache_pb2.BundleExportSummary(
+                               entries=2, blobs=1, recipes=2, bytes=16))],
+    "cache.ImportBundle": cache_pb2.ImportBundleResponse(
+        entries_imported=2, skipped=1, skips=[cache_pb2.BundleSkip(reason="already there (kept)", count=1,
+                                                                   example=KEY)],
+        entry_format=3, toolchains=["toolchain.nvrtc 13.0"], bundle_bytes=len(BUNDLE), namespace="team"),
 }
 
 SERVICES = {"compiler": compiler_pb2.DESCRIPTOR.services_by_name["Compiler"],
             "cache": cache_pb2.DESCRIPTOR.services_by_name["Cache"],
+            "recipes": cache_pb2.DESCRIPTOR.services_by_name["Recipes"],
             "launcher": launch_pb2.DESCRIPTOR.services_by_name["Launcher"],
             "diagnostics": diagnostics_pb2.DESCRIPTOR.services_by_name["Diagnostics"]}
 
@@ -156,39 +189,76 @@ def test_the_clients_build_and_read_no_messages_themselves(module):
         assert used == ({name, "add_deferred"} if name in DEFERRING else {name}), (module.__name__, name)
 
 
+def _serialized(request):
+    """What a request is on the wire: its bytes, or a client stream's list of them."""
+    if isinstance(request, message.Message):
+        return request.SerializeToString(deterministic=True)
+    return [m.SerializeToString(deterministic=True) for m in request]
+
+
+def _copies(rpc):
+    """RESPONSES[rpc], copied: one message, or a server stream's list of them."""
+    answer = RESPONSES[rpc]
+    return [_copy(m) for m in answer] if isinstance(answer, list) else _copy(answer)
+
+
+def _copy(response):
+    out = type(response)()
+    out.CopyFrom(response)
+    return out
+
+
 class FakeStub:
-    """A stub whose every method records its call and answers RESPONSES[rpc]."""
+    """A stub whose every method records its call and answers RESPONSES[rpc],
+    as grpc's and grpc.aio's multi-callables take and answer each kind of
+    call: a request message or (client streaming) an iterator of them, sync
+    or async; a response, or (server streaming) a call to read or iterate."""
 
     def __init__(self, stub, sent, awaitable):
         self._stub, self._sent, self._awaitable = stub, sent, awaitable
 
     def __getattr__(self, method):
         rpc = "%s.%s" % (self._stub, method)
+        stub, name = rpc.split(".")
+        descriptor = SERVICES[stub].methods_by_name[name] if stub in SERVICES else None
 
         def call(request, timeout, metadata):
-            self._sent.append((rpc, request.SerializeToString(deterministic=True), timeout, metadata))
-            response = type(RESPONSES[rpc])()
-            response.CopyFrom(RESPONSES[rpc])
-            return response
+            self._sent.append((rpc, _serialized(request), timeout, metadata))
+            return _copies(rpc)
 
         async def call_async(request, timeout, metadata):
+            if hasattr(request, "__aiter__"):
+                request = [m async for m in request]
             return call(request, timeout, metadata)
 
-        stub, name = rpc.split(".")
-        if stub in SERVICES and SERVICES[stub].methods_by_name[name].server_streaming:
+        if descriptor is not None and descriptor.server_streaming:
             return lambda request, timeout, metadata: FakeStream(call(request, timeout, metadata))
         return call_async if self._awaitable else call
 
 
 class FakeStream:
-    """A server-streaming call that answers one message and stays open, as
-    grpc's (next) and grpc.aio's (read) calls do."""
+    """A server-streaming call, as grpc's (next, iteration) and grpc.aio's
+    (read, async iteration) calls are: it answers its messages in order,
+    then stays open (a claim) or ends (iterated to its end)."""
 
-    def __init__(self, response):
-        self._responses = [response]
+    def __init__(self, responses):
+        self._responses = responses if isinstance(responses, list) else [responses]
         self.cancelled = False
 
+    def __iter__(self):
+        return self
+
     def __next__(self):
+        if not self._responses:
+            raise StopIteration
+        return self._responses.pop(0)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if not self._responses:
+            raise StopAsyncIteration
         return self._responses.pop(0)
 
     async def read(self):
@@ -251,13 +321,20 @@ def test_both_clients_send_the_shared_call_and_return_its_result(name, built, tm
     # What was sent is what the builder makes, to an RPC the daemon offers
     # with that request type, and the result is the builder's reading of the answer.
     call = _build(name)
-    assert sync_sent[0][0] == call.rpc and sync_sent[0][1] == call.request.SerializeToString(deterministic=True)
+    assert sync_sent[0][0] == call.rpc and sync_sent[0][1] == _serialized(_build(name).request)
     stub, method = call.rpc.split(".")
     if stub in SERVICES:
         descriptor = SERVICES[stub].methods_by_name[method]
-        assert call.request.DESCRIPTOR is descriptor.input_type
-        assert RESPONSES[call.rpc].DESCRIPTOR is descriptor.output_type
-    if name != "get_blob_group":
+        requests = list(call.request) if descriptor.client_streaming else [call.request]
+        responses = RESPONSES[call.rpc] if descriptor.server_streaming and name not in HOLDING else [
+            RESPONSES[call.rpc]]
+        assert requests and all(r.DESCRIPTOR is descriptor.input_type for r in requests)
+        assert all(r.DESCRIPTOR is descriptor.output_type for r in responses)
+    if name in RECEIVING:
+        for chunk in RESPONSES[call.rpc]:
+            call.result.take(chunk)
+        assert sync_result == call.result.finish()
+    elif name != "get_blob_group":
         assert sync_result == call.result(RESPONSES[call.rpc])
     if name in HOLDING:
         assert sync_result.held and async_result.held, "a claim keeps its call open"
@@ -289,3 +366,136 @@ def test_every_call_names_a_stub_the_clients_hold(tmp_path):
         for rpc in RESPONSES:
             stub, method = rpc.split(".")
             assert callable(getattr(client._stubs[stub], method)), rpc
+
+
+# The bundle streams, both ways, through both clients ---------------------------
+
+class FakeRpcError(grpc.RpcError):
+    """What a call that the daemon ended with a status raises."""
+
+    def __init__(self, code, details):
+        self._code, self._details = code, details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+    def trailing_metadata(self):
+        return ()
+
+
+class FailingStream(FakeStream):
+    """An export the daemon ends with a status after its first piece."""
+
+    def __next__(self):
+        if not self._responses:
+            raise FakeRpcError(grpc.StatusCode.PERMISSION_DENIED, "a cache bundle is the operator's")
+        return super().__next__()
+
+    async def __anext__(self):
+        if not self._responses:
+            raise FakeRpcError(grpc.StatusCode.PERMISSION_DENIED, "a cache bundle is the operator's")
+        return await super().__anext__()
+
+
+def _both(address, method, arguments, failing=False, **kwargs):
+    """method's results from the sync and the async client, and what each
+    sent; arguments() gives each its positional arguments."""
+    def fake(client, awaitable):
+        sent = _fake(client, awaitable)
+        if failing:
+            stub = client._stubs["cache"]
+            stub.ExportBundle = lambda request, timeout, metadata: FailingStream([_copies("cache.ExportBundle")[0]])
+        return sent
+
+    out = []
+    with kjit.Client(address) as client:
+        sent = fake(client, awaitable=False)
+        try:
+            out.append((getattr(client, method)(*arguments(), **kwargs), sent))
+        except kjit.KjitError as error:
+            out.append((error, sent))
+
+    async def main():
+        async with kjit.aio.Client(address) as client:
+            sent = fake(client, awaitable=True)
+            try:
+                return await getattr(client, method)(*arguments(), **kwargs), sent
+            except kjit.KjitError as error:
+                return error, sent
+
+    out.append(asyncio.run(main()))
+    return out
+
+
+def test_an_export_streams_to_a_path_a_file_or_bytes(tmp_path):
+    address = str(tmp_path / "nobody.sock")
+    whole = b"KJITBNDLthe rest"
+    paths = []
+    for result, _ in _both(address, "export_bundle", lambda: (paths.append(tmp_path / ("%d.kjb" % len(paths)))
+                                                               or paths[-1],)):
+        assert result.data is None and (result.entries, result.blobs, result.recipes, result.bytes) == (2, 1, 2, 16)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.kjb", "1.kjb"]  # no .partial left
+    assert [p.read_bytes() for p in paths] == [whole, whole]
+    files = []
+    for result, _ in _both(address, "export_bundle", lambda: (files.append(io.BytesIO()) or files[-1],)):
+        assert result.data is None and result.bytes == 16
+    assert [f.getvalue() for f in files] == [whole, whole]
+    for result, sent in _both(address, "export_bundle", lambda: (), recipes_only=True):
+        assert result.data == whole
+        assert cache_pb2.ExportBundleRequest.FromString(sent[0][1]) == cache_pb2.ExportBundleRequest(recipes_only=True)
+
+
+def test_a_failed_export_raises_and_leaves_no_file(tmp_path):
+    path = tmp_path / "cache.kjb"
+    for error, _ in _both(str(tmp_path / "nobody.sock"), "export_bundle", lambda: (str(path),), failing=True):
+        assert isinstance(error, kjit.PermissionDenied) and "operator" in error.details
+        assert list(tmp_path.iterdir()) == []
+
+
+class CountingFile(io.BytesIO):
+    """A bundle file that remembers how much each read asked for."""
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.asked = []
+
+    def read(self, size=-1):
+        self.asked.append(size)
+        return super().read(size)
+
+
+def test_an_import_is_sent_in_pieces_read_as_they_go(tmp_path):
+    address = str(tmp_path / "nobody.sock")
+    path = tmp_path / "cache.kjb"
+    path.write_bytes(BUNDLE)
+    files = []
+    for source in (lambda: (BUNDLE,), lambda: (str(path),), lambda: (path,),
+                   lambda: (files.append(CountingFile(BUNDLE)) or files[-1],)):
+        for result, sent in _both(address, "import_bundle", source, namespace="team"):
+            assert result.entries_imported == 2 and result.skipped_for("already there (kept)") == 1
+            [(rpc, messages, _, _)] = sent
+            requests = [cache_pb2.ImportBundleRequest.FromString(m) for m in messages]
+            assert rpc == "cache.ImportBundle" and len(requests) == 3
+            assert [r.namespace for r in requests] == ["team", "", ""]
+            assert all(len(r.data) <= _calls.BUNDLE_CHUNK_BYTES for r in requests)
+            assert b"".join(r.data for r in requests) == BUNDLE
+    # Never the whole file at once, and a caller's file is left open.
+    assert all(f.asked and set(f.asked) == {_calls.BUNDLE_CHUNK_BYTES} and not f.closed for f in files)
+    # An empty bundle is one message: it names the namespace.
+    for _, sent in _both(address, "import_bundle", lambda: (b"",), namespace="team"):
+        assert [cache_pb2.ImportBundleRequest.FromString(m) for m in sent[0][1]] == [
+            cache_pb2.ImportBundleRequest(namespace="team")]
+
+
+def test_a_bundle_path_is_closed_and_a_missing_one_fails_before_the_call(tmp_path):
+    path = tmp_path / "cache.kjb"
+    path.write_bytes(b"KJITBNDL")
+    call = _calls.import_bundle(path, namespace=None)
+    assert [m.data for m in call.request] == [b"KJITBNDL"] and call.request._file.closed
+    with pytest.raises(FileNotFoundError):
+        _calls.import_bundle(tmp_path / "absent.kjb", namespace=None)
+    with pytest.raises(TypeError):
+        _calls.import_bundle(42, namespace=None)

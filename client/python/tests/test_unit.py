@@ -228,3 +228,53 @@ def test_each_cache_counter_is_read_under_its_name():
             if not repeated(f) and f.message_type is None:
                 assert getattr(read, f.name) == getattr(sent, f.name), f.name
     assert stats.tier("memory") is stats.tiers[0]
+
+
+def test_a_recipe_gives_back_the_arguments_of_its_compile():
+    from kjit import _calls
+    from kjit.v1 import cache_pb2
+    sent = kjit.Request("__global__ void k() {}", target="cuda:90", kind="cuda", headers={"a.h": "int a;"},
+                        options=["-DX=1"], name_expressions=["k"], pipeline="nvrtc", artifact="ptx",
+                        pass_args={"p": "1"}, name="k.cu", allow_ptx_fallback=True).to_proto()
+    stored = compiler_pb2.CompileRequest()
+    stored.CopyFrom(sent)
+    stored.ClearField("target")  # a recipe is kept without its target
+    response = cache_pb2.GetRecipeResponse(request=stored, summary=cache_pb2.RecipeSummary(
+        digest="ab" * 32, input_kind=compiler_pb2.INPUT_KIND_CUDA_SOURCE, input_name="k.cu",
+        artifact=compiler_pb2.ARTIFACT_KIND_PTX, last_target="cuda:90"))
+    recipe = _calls.recipe("ab" * 32, None).result(response)
+    assert recipe.summary == kjit.RecipeSummary(digest="ab" * 32, input_kind="cuda-source", input_name="k.cu",
+                                                artifact="ptx", last_target="cuda:90")
+    assert (recipe.kind, recipe.name, recipe.options, recipe.headers) == ("cuda-source", "k.cu", ["-DX=1"],
+                                                                          {"a.h": b"int a;"})
+    assert kjit.Request(**recipe.compile_args, target="cuda:90").to_proto() == sent
+    # Without an artifact kind, a pipeline or a name, compile's defaults.
+    ptx = compiler_pb2.Input(kind=compiler_pb2.INPUT_KIND_PTX, data=b".version")
+    bare = _calls.recipe("ab" * 32, None).result(
+        cache_pb2.GetRecipeResponse(request=compiler_pb2.CompileRequest(input=ptx)))
+    assert bare.compile_args == dict(source=b".version", kind="ptx", headers={}, options=[], name_expressions=[],
+                                     pipeline=None, artifact=None, pass_args={}, name=None, allow_ptx_fallback=False)
+
+
+def test_seal_and_recipe_requests():
+    import datetime
+    from kjit import _calls
+    from kjit.v1 import cache_pb2
+    assert _calls.seal(None, "refuse").request == cache_pb2.SealRequest(
+        all_namespaces=True, after_warmup=cache_pb2.AFTER_WARMUP_REFUSE)
+    assert _calls.seal("", None).request == cache_pb2.SealRequest()  # the default namespace alone
+    assert _calls.seal("team", "AFTER_WARMUP_WARN").request == cache_pb2.SealRequest(
+        namespace="team", after_warmup=cache_pb2.AFTER_WARMUP_WARN)
+    assert _calls.unseal(None).request == cache_pb2.SealRequest(unseal=True, all_namespaces=True)
+    for bad in ("off", "unspecified", "refused"):
+        with pytest.raises(ValueError):
+            _calls.seal(None, bad)
+    seals = _calls.seal(None, "warn").result(cache_pb2.SealResponse(seals=[
+        cache_pb2.Seal(namespace="team", after_warmup=cache_pb2.AFTER_WARMUP_WARN, sealed_unix=5)]))
+    assert seals == [kjit.Seal(all_namespaces=False, namespace="team", after_warmup="warn", sealed_unix=5)]
+
+    day = 1764547200  # 2025-12-01T00:00:00Z
+    for since in (day, float(day), datetime.datetime(2025, 12, 1), datetime.date(2025, 12, 1),
+                  datetime.datetime(2025, 12, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))):
+        assert _calls.recipes(None, since, 0).request.since_unix == day, since
+    assert _calls.recipes("team", None, 4).request == cache_pb2.ListRecipesRequest(namespace="team", limit=4)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them; at run tim
                              ExplainResult, FatbinEntry, FunctionAttribute, GcResult, KernelInfo, KeyComponent,
                              KeyDifference, LaunchAttribute, LaunchPlan, PassTiming, PipelineDescription,
                              PlanResult, StageTiming, StoredBlob, StoredGroup, DirectReadGrant, TierStats,
-                             VerifyResult)
+                             VerifyResult, RecipeSummary, Recipe, Seal, ExportResult, ImportResult, BundleSkip)
 
 # What each public name is imported from, on first use: `import kjit.triton`
 # (Triton's cache manager) then loads gRPC only when it needs the daemon, and
@@ -38,7 +38,8 @@ _TYPES = ("ReloadResult", "BlobClaim", "BlobGroup", "BlobStats", "CacheListing",
           "CompileWorkersStatus", "ConfigSetting", "ConfinementStatus", "DaemonStatus", "Dim3", "ExplainResult", "FatbinEntry",
           "FunctionAttribute", "GcResult", "KernelInfo", "KeyComponent", "KeyDifference", "LaunchAttribute",
           "LaunchPlan", "PassTiming", "PipelineDescription", "PlanResult", "StageTiming", "TierStats", "VerifyResult",
-          "StoredBlob", "StoredGroup", "DirectReadGrant")
+          "StoredBlob", "StoredGroup", "DirectReadGrant", "RecipeSummary", "Recipe", "Seal", "ExportResult",
+          "ImportResult", "BundleSkip")
 _SOURCES = {"Client": "kjit._client", "Request": "kjit._request", "infer_kind": "kjit._request",
             "default_address": "kjit._address", "default_socket_path": "kjit._address",
             "DirectReader": "kjit._direct"}
@@ -72,5 +73,6 @@ __all__ = [
     "CacheStats", "TierStats", "BlobStats", "BlobGroup", "BlobClaim", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
     "ReloadResult", "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "ConfigSetting", "DirectReader",
     "StoredBlob", "StoredGroup", "DirectReadGrant",
+    "RecipeSummary", "Recipe", "Seal", "ExportResult", "ImportResult", "BundleSkip",
     "aio",
 ]

@@ -5,22 +5,31 @@ order, defaults left to the method) and returns a Call: the stub method to
 invoke, the request message, and how to read the response into what the
 method returns. The clients only send the Call, one blocking and one
 awaiting, so what the two send and return cannot drift apart.
+
+The bundle calls stream: ImportBundle's request is a BundleIn, an iterator
+of the messages that reads the bundle as they are sent; ExportBundle's
+result is a BundleOut, which each message of the answer is handed to as it
+comes (take), and which is the method's result once the answer is whole
+(finish), or is dropped (abandon).
 """
 
+import datetime
+import io
+import os
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from kjit import _health
-from kjit._request import Request, explain_request, parse_kind, plan_request
+from kjit._request import Request, _strings, explain_request, parse_kind, plan_request
 from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
-                         ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
-                         VerifyResult, convert)
+                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe,
+                         RecipeSummary, Seal, StoredBlob, StoredGroup, VerifyResult, _enum_name, convert)
 from kjit.v1 import cache_pb2, compiler_pb2, diagnostics_pb2
 
 
 class Call(NamedTuple):
     rpc: str                      # "<stub>.<Method>", the stub named as in _Base._stubs: "cache.Stats"
-    request: Any                  # the request message
-    result: Callable[[Any], Any]  # the response message -> the method's result
+    request: Any                  # the request message (a client-streaming call's: an iterator of them)
+    result: Callable[[Any], Any]  # the response message -> the method's result (a server-streaming call's: a BundleOut)
 
 
 def _read(cls) -> Callable[[Any], Any]:
@@ -81,6 +90,131 @@ def cache_gc(max_bytes) -> Call:
 
 def cache_verify() -> Call:
     return Call("cache.Verify", cache_pb2.VerifyRequest(), _read(VerifyResult))
+
+
+# What each ImportBundle message carries, as the C++ client sends: well
+# under the daemon's bound on a message, large enough to be few messages.
+BUNDLE_CHUNK_BYTES = 1 << 20
+
+
+def export_bundle(path_or_file, *, namespace, targets, recipes_only) -> Call:
+    request = cache_pb2.ExportBundleRequest(namespace=namespace or "", targets=_strings(targets, "targets"),
+                                            recipes_only=recipes_only)
+    return Call("cache.ExportBundle", request, BundleOut(path_or_file))
+
+
+def import_bundle(path_or_bytes_or_file, *, namespace) -> Call:
+    return Call("cache.ImportBundle", BundleIn(path_or_bytes_or_file, namespace or ""), _read(ImportResult))
+
+
+class BundleOut:
+    """Where an exported bundle's bytes go as they come: a file at a path
+    (written as PATH.partial and renamed once whole, so that a failed export
+    leaves no truncated bundle under the name asked for), a binary file
+    object (written, left open), or None: kept, for ExportResult.data."""
+
+    def __init__(self, path_or_file):
+        self._target = path_or_file
+        self._file = None
+        self._partial: Optional[str] = None
+        self._summary = None
+
+    def _open(self):
+        if self._target is None:
+            self._file = io.BytesIO()
+        elif hasattr(self._target, "write"):
+            self._file = self._target
+        else:
+            self._partial = os.fspath(self._target) + ".partial"
+            self._file = open(self._partial, "wb")
+
+    def take(self, chunk) -> None:
+        """One BundleChunk of the answer, in order."""
+        if self._file is None:
+            self._open()
+        if chunk.data:
+            self._file.write(chunk.data)
+        if chunk.HasField("summary"):
+            self._summary = chunk.summary
+
+    def finish(self) -> ExportResult:
+        """The answer is whole: the file in place, and what the bundle holds."""
+        if self._file is None:
+            self._open()
+        result = convert(ExportResult, self._summary)
+        if self._target is None:
+            result.data = self._file.getvalue()
+        elif self._partial is not None:
+            self._file.close()
+            os.replace(self._partial, os.fspath(self._target))
+            self._partial = None
+        else:
+            self._file.flush()
+        return result
+
+    def abandon(self) -> None:
+        """The export failed: no partial file is left."""
+        if self._partial is not None:
+            self._file.close()
+            try:
+                os.remove(self._partial)
+            except OSError:
+                pass
+            self._partial = None
+
+
+class BundleIn:
+    """The ImportBundle messages for a bundle: bytes, a binary file object,
+    or a file's path (opened here, so that a missing file fails before the
+    call). Each carries the next BUNDLE_CHUNK_BYTES, read as it is sent, so
+    a large bundle is never held whole; the first names the namespace and
+    goes even for an empty bundle."""
+
+    def __init__(self, bundle, namespace: str):
+        self._namespace = namespace
+        self._data: Optional[memoryview] = None
+        self._file = None
+        self._owned = False
+        if isinstance(bundle, (bytes, bytearray, memoryview)):
+            self._data = memoryview(bundle).cast("B")
+        elif hasattr(bundle, "read"):
+            self._file = bundle
+        elif isinstance(bundle, (str, os.PathLike)):
+            self._file = open(os.fspath(bundle), "rb")
+            self._owned = True
+        else:
+            raise TypeError("a bundle is bytes, a binary file or a path, not %s" % type(bundle).__name__)
+        self._sent_first = False
+        self._ended = False
+
+    def _next_piece(self) -> bytes:
+        if self._data is not None:
+            piece, self._data = self._data[:BUNDLE_CHUNK_BYTES], self._data[BUNDLE_CHUNK_BYTES:]
+            return bytes(piece)
+        return self._file.read(BUNDLE_CHUNK_BYTES)
+
+    def __iter__(self) -> "BundleIn":
+        return self
+
+    def __next__(self):
+        if self._ended:
+            raise StopIteration
+        piece = self._next_piece()
+        if not piece:
+            self._ended = True
+            self.close()
+            if self._sent_first:
+                raise StopIteration
+        message = cache_pb2.ImportBundleRequest(data=piece)
+        if not self._sent_first:
+            message.namespace = self._namespace
+            self._sent_first = True
+        return message
+
+    def close(self) -> None:
+        """Closes the file opened for a path (the messages sent, or the call over)."""
+        if self._owned:
+            self._file.close()
 
 
 # Blobs -----------------------------------------------------------------------
@@ -147,6 +281,82 @@ def add_deferred(result: BlobGroup, fetched: Mapping[str, Optional[bytes]]) -> B
             result.members[name] = data
     result.deferred = []
     return result
+
+
+# Recipes and the warm-up seal ------------------------------------------------
+
+def recipes(namespace, since, limit) -> Call:
+    request = cache_pb2.ListRecipesRequest(namespace=namespace or "", since_unix=_unix(since), limit=limit)
+    return Call("recipes.ListRecipes", request,
+                lambda response: [convert(RecipeSummary, r) for r in response.recipes])
+
+
+def _unix(when) -> int:
+    """Unix seconds of a datetime (a naive one is UTC, as `kjit recipes ls
+    --since` reads a date), a date (its midnight, UTC) or a number; None: 0."""
+    if when is None:
+        return 0
+    if isinstance(when, datetime.datetime):
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        return int(when.timestamp())
+    if isinstance(when, datetime.date):
+        return int(datetime.datetime(when.year, when.month, when.day, tzinfo=datetime.timezone.utc).timestamp())
+    return int(when)
+
+
+def recipe(digest, namespace) -> Call:
+    request = cache_pb2.GetRecipeRequest(namespace=namespace or "", digest=digest)
+    return Call("recipes.GetRecipe", request, _read_recipe)
+
+
+def _read_recipe(response) -> Recipe:
+    """The summary, and the CompileRequest read as compile() takes its arguments."""
+    request = response.request
+    kind = request.input.DESCRIPTOR.fields_by_name["kind"]
+    artifact = request.DESCRIPTOR.fields_by_name["artifact"]
+    return Recipe(summary=convert(RecipeSummary, response.summary), source=bytes(request.input.data),
+                  kind=_enum_name(kind, request.input.kind, "INPUT_KIND_", ""), name=request.input.name,
+                  headers={k: bytes(v) for k, v in request.headers.items()}, options=list(request.options),
+                  name_expressions=list(request.name_expressions), pipeline=request.pipeline,
+                  artifact=_enum_name(artifact, request.artifact, "ARTIFACT_KIND_", ""),
+                  pass_args=dict(request.pass_args), allow_ptx_fallback=request.allow_ptx_fallback)
+
+
+def remove_recipe(digest, namespace) -> Call:
+    request = cache_pb2.RemoveRecipeRequest(namespace=namespace or "", digest=digest)
+    return Call("recipes.RemoveRecipe", request, lambda response: response.removed)
+
+
+def seal(namespace, mode) -> Call:
+    request = cache_pb2.SealRequest(all_namespaces=namespace is None, namespace=namespace or "",
+                                    after_warmup=_after_warmup(mode))
+    return Call("recipes.SetSeal", request, _read_seals)
+
+
+def unseal(namespace) -> Call:
+    request = cache_pb2.SealRequest(unseal=True, all_namespaces=namespace is None, namespace=namespace or "")
+    return Call("recipes.SetSeal", request, _read_seals)
+
+
+def _after_warmup(mode) -> int:
+    """An AfterWarmup number from "count", "warn", "refuse", an AFTER_WARMUP_
+    name or a number; None: the daemon's default."""
+    if mode is None:
+        return cache_pb2.AFTER_WARMUP_UNSPECIFIED
+    if isinstance(mode, int):
+        return mode
+    name = str(mode).strip().upper()
+    if not name.startswith("AFTER_WARMUP_"):
+        name = "AFTER_WARMUP_" + name
+    if name == "AFTER_WARMUP_UNSPECIFIED" or name not in cache_pb2.AfterWarmup.keys():
+        raise ValueError("after warm-up, a miss is counted, warned of or refused: mode is \"count\", \"warn\" or "
+                         "\"refuse\", not %r" % (mode,))
+    return cache_pb2.AfterWarmup.Value(name)
+
+
+def _read_seals(response):
+    return [convert(Seal, s) for s in response.seals]
 
 
 # Health and diagnostics ------------------------------------------------------

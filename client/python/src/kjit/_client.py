@@ -2,7 +2,7 @@
 
 import os
 import threading
-from typing import Any, List, Mapping, Optional, Sequence, Union
+from typing import Any, BinaryIO, List, Mapping, Optional, Sequence, Union
 
 import grpc
 
@@ -11,8 +11,8 @@ from kjit._errors import DeadlineExceeded, Internal, from_rpc_error
 from kjit._request import (CHANNEL_OPTIONS, DEFAULT_TIMEOUT, Source, call_metadata, channel_credentials,
                            channel_target, default_address)
 from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
-                         ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
-                         VerifyResult)
+                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe,
+                         RecipeSummary, Seal, StoredBlob, StoredGroup, VerifyResult)
 from kjit.v1 import cache_pb2_grpc, compiler_pb2_grpc, diagnostics_pb2_grpc, launch_pb2_grpc
 
 
@@ -37,6 +37,7 @@ class _Base:
         self._stubs = {
             "compiler": compiler_pb2_grpc.CompilerStub(self._channel),
             "cache": cache_pb2_grpc.CacheStub(self._channel),
+            "recipes": cache_pb2_grpc.RecipesStub(self._channel),
             "launcher": launch_pb2_grpc.LauncherStub(self._channel),
             "diagnostics": diagnostics_pb2_grpc.DiagnosticsStub(self._channel),
             "health": _health.HealthStub(self._channel),
@@ -91,6 +92,22 @@ class Client(_Base):
         except grpc.RpcError as error:
             raise from_rpc_error(error) from None
         return call.result(response)
+
+    def _receive(self, call: _calls.Call, timeout):
+        """A server-streaming call's result: each message goes to call.result
+        (a _calls.BundleOut) as it comes."""
+        stream = self._invoke(call, timeout)
+        try:
+            for message in stream:
+                call.result.take(message)
+            return call.result.finish()
+        except grpc.RpcError as error:
+            call.result.abandon()
+            raise from_rpc_error(error) from None
+        except BaseException:
+            stream.cancel()
+            call.result.abandon()
+            raise
 
     def _hold(self, call: _calls.Call, wait: float, timeout):
         """A claim call's answer; a claim keeps its call open (BlobClaim)."""
@@ -181,6 +198,39 @@ class Client(_Base):
     def cache_verify(self, *, timeout: Optional[float] = None) -> VerifyResult:
         return self._send(_calls.cache_verify(), timeout)
 
+    def export_bundle(self, path_or_file: Union[str, "os.PathLike[str]", BinaryIO, None] = None, *,
+                      namespace: Optional[str] = None, targets: Union[str, Sequence[str]] = (),
+                      recipes_only: bool = False, timeout: Optional[float] = None) -> ExportResult:
+        """Writes a portable cache bundle (docs/bundle-format.md) of the caller's
+        namespace: its compile entries, client blobs and recipes, streamed as
+        they come to path_or_file (a path, written as PATH.partial and renamed
+        once whole; or a binary file object), or kept in the result's .data
+        when None. Returns what it holds (.entries, .blobs, .recipes, .bytes).
+
+        namespace: another namespace, the operator's to name. targets: only the
+        compile entries built for these ("cuda:90"), and no client blobs.
+        recipes_only: the recipes alone, for a node that warms them itself.
+        A socket user that is not the operator and has no token: PermissionDenied.
+        timeout bounds the whole transfer."""
+        return self._receive(_calls.export_bundle(path_or_file, namespace=namespace, targets=targets,
+                                                  recipes_only=recipes_only), timeout)
+
+    def import_bundle(self, path_or_bytes_or_file: Union[str, "os.PathLike[str]", bytes, BinaryIO], *,
+                      namespace: Optional[str] = None, timeout: Optional[float] = None) -> ImportResult:
+        """Loads a bundle (a path, as str or os.PathLike; its bytes; or a binary
+        file object) into the caller's namespace (namespace: another, the
+        operator's to name), sent in 1 MiB messages read as they go. Entries
+        already there are kept; each is verified as the disk tier verifies
+        its files. Returns the counts imported and the skips with their
+        reasons (ImportResult.skips). A damaged bundle: InvalidArgument;
+        another entry format or a CUDA toolkit the daemon lacks:
+        FailedPrecondition (the records before it stay imported)."""
+        call = _calls.import_bundle(path_or_bytes_or_file, namespace=namespace)
+        try:
+            return self._send(call, timeout)
+        finally:
+            call.request.close()
+
     def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *,
                  timeout: Optional[float] = None) -> StoredBlob:
         """Stores data (str is stored as UTF-8) under (namespace, key, name) in the
@@ -233,6 +283,42 @@ class Client(_Base):
         """What this caller needs to read its own blobs from the daemon's
         disk tier itself (kjit.DirectReader); only on the daemon's unix socket."""
         return self._send(_calls.direct_read_grant(), timeout)
+
+    def recipes(self, namespace: Optional[str] = None, since: Any = None, limit: int = 0, *,
+                timeout: Optional[float] = None) -> List[RecipeSummary]:
+        """The recipes (the requests the daemon compiled, kept without their
+        targets) of the caller's namespace, most recently asked first.
+
+        namespace: another namespace, the operator's to name. since: only those
+        last asked for at or after it (a datetime, naive ones UTC; a date;
+        or unix seconds). limit 0: all. A socket user without a token, whose compiles
+        are everyone's, has none of its own: PermissionDenied."""
+        return self._send(_calls.recipes(namespace, since, limit), timeout)
+
+    def recipe(self, digest: str, namespace: Optional[str] = None, *, timeout: Optional[float] = None) -> Recipe:
+        """The recipe digest names: its summary and its request, without a
+        target: client.compile(**recipe.compile_args, target="cuda:100")
+        builds it for another target. NotFound when there is none."""
+        return self._send(_calls.recipe(digest, namespace), timeout)
+
+    def remove_recipe(self, digest: str, namespace: Optional[str] = None, *, timeout: Optional[float] = None) -> bool:
+        """Removes a recipe; False when there was none."""
+        return self._send(_calls.remove_recipe(digest, namespace), timeout)
+
+    def seal(self, namespace: Optional[str] = None, mode: Optional[str] = None, *,
+             timeout: Optional[float] = None) -> List[Seal]:
+        """The operator's (PermissionDenied for anyone else): declares warm-up
+        over, for every namespace (namespace None) or one ("" is the default
+        one). After it each miss is counted, with mode "warn" also logged as a
+        warning, with "refuse" also answered FailedPrecondition naming the
+        seal; hits are served as before. mode None: the daemon's after_warmup.
+        Returns the seals in force after it."""
+        return self._send(_calls.seal(namespace, mode), timeout)
+
+    def unseal(self, namespace: Optional[str] = None, *, timeout: Optional[float] = None) -> List[Seal]:
+        """The operator's: lifts every seal (namespace None), or the seal of
+        one namespace; the seals in force after it."""
+        return self._send(_calls.unseal(namespace), timeout)
 
     def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """grpc.health.v1 Check: "SERVING" when the daemon serves."""

@@ -8,7 +8,7 @@ default, so results read alike from older and newer daemons.
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import ClassVar, Dict, Iterator, List, Optional
+from typing import Any, ClassVar, Dict, Iterator, List, Optional
 
 
 def convert(cls, message):
@@ -485,6 +485,102 @@ class ExplainResult:
 
 
 @dataclass
+class RecipeSummary:
+    """A recipe: a request the daemon compiled, kept without its target,
+    named by the SHA-256 of its spelling (digest)."""
+    digest: str = ""
+    input_kind: str = _enum("INPUT_KIND_", "")  # "cuda-source", "ptx", "llvm-ir", ...
+    input_name: str = ""
+    artifact: str = _enum("ARTIFACT_KIND_", "cubin")  # "cubin": the target's own binary
+    bytes: int = 0             # the stored recipe's size
+    created_unix: int = 0      # first recorded
+    last_asked_unix: int = 0   # last compiled, or hit, for any target
+    last_target: str = ""      # the target it was last asked for
+    _proto: ClassVar[str] = "kjit.v1.RecipeSummary"
+
+
+@dataclass
+class Recipe:
+    """recipe()'s answer: the summary and the request as the daemon
+    validated it, without its target. compile_args is what compile() takes:
+    client.compile(**recipe.compile_args, target="cuda:100")."""
+    summary: RecipeSummary = field(default_factory=RecipeSummary)
+    source: bytes = field(default=b"", repr=False)
+    kind: str = ""             # as RecipeSummary.input_kind
+    name: str = ""             # the input's name in diagnostics
+    headers: Dict[str, bytes] = field(default_factory=dict, repr=False)
+    options: List[str] = field(default_factory=list)
+    name_expressions: List[str] = field(default_factory=list)
+    pipeline: str = ""
+    artifact: str = ""         # "": the target's own binary
+    pass_args: Dict[str, str] = field(default_factory=dict)
+    allow_ptx_fallback: bool = False
+
+    @property
+    def compile_args(self) -> Dict[str, Any]:
+        """The keyword arguments of compile() (and kjit.Request) for this
+        request; add target=."""
+        return dict(source=self.source, kind=self.kind, headers=dict(self.headers), options=list(self.options),
+                    name_expressions=list(self.name_expressions), pipeline=self.pipeline or None,
+                    artifact=self.artifact or None, pass_args=dict(self.pass_args), name=self.name or None,
+                    allow_ptx_fallback=self.allow_ptx_fallback)
+
+
+@dataclass
+class Seal:
+    """A seal on compiles after warm-up, in force: of every namespace
+    (all_namespaces) or of one ("" is the default one). after_warmup: what a
+    miss does under it: "count", "warn" or "refuse" (FailedPrecondition
+    naming the seal)."""
+    all_namespaces: bool = False
+    namespace: str = ""
+    after_warmup: str = _enum("AFTER_WARMUP_", "")
+    sealed_unix: int = 0
+    _proto: ClassVar[str] = "kjit.v1.Seal"
+
+
+@dataclass
+class ExportResult:
+    """export_bundle's answer: what the bundle holds, its size, and, when no
+    file was given, its bytes (data)."""
+    entries: int = 0  # compile entries
+    blobs: int = 0    # client blobs and groups
+    recipes: int = 0
+    bytes: int = 0    # the whole bundle
+    data: Optional[bytes] = field(default=None, repr=False)
+    _proto: ClassVar[str] = "kjit.v1.BundleExportSummary"
+
+
+@dataclass
+class BundleSkip:
+    """Why some of a bundle's records were not imported, how many, and the
+    key (or recipe digest) of the first one."""
+    reason: str = ""  # "already there (kept)", "recipe already there (kept)", ...
+    count: int = 0
+    example: str = ""
+    _proto: ClassVar[str] = "kjit.v1.BundleSkip"
+
+
+@dataclass
+class ImportResult:
+    """import_bundle's answer: what was imported, and what was skipped and why."""
+    entries_imported: int = 0  # compile entries
+    blobs_imported: int = 0    # client blobs and groups
+    recipes_imported: int = 0
+    skipped: int = 0           # all reasons together
+    skips: List[BundleSkip] = _messages(BundleSkip)
+    entry_format: int = 0      # the bundle's entry format (the daemon's)
+    toolchains: List[str] = _strings()  # what its entries were built with ("toolchain.nvrtc 13.0")
+    bundle_bytes: int = 0
+    namespace: str = ""        # where the records went ("": the default namespace)
+    _proto: ClassVar[str] = "kjit.v1.ImportBundleResponse"
+
+    def skipped_for(self, reason: str) -> int:
+        """How many records were skipped for reason."""
+        return sum(s.count for s in self.skips if s.reason == reason)
+
+
+@dataclass
 class ConfinementStatus:
     mode: str = ""
     description: str = ""
@@ -564,5 +660,5 @@ RESULT_TYPES = (
     FunctionAttribute, LaunchAttribute, LaunchPlan, PlanResult, TierStats, BlobStats, PchStats, CacheStats, BlobGroup, BlobClaim,
     CacheListing, GcResult,
     VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
-    ConfigSetting, FleetStatus, DaemonStatus,
+    ConfigSetting, FleetStatus, DaemonStatus, RecipeSummary, Seal, ExportResult, BundleSkip, ImportResult,
 )

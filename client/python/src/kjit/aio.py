@@ -7,7 +7,8 @@ Create it inside the event loop it is used from.
 """
 
 import asyncio
-from typing import Any, List, Mapping, Optional, Sequence, Union
+import os
+from typing import Any, AsyncIterator, BinaryIO, Iterator, List, Mapping, Optional, Sequence, Union
 
 import grpc
 import grpc.aio
@@ -17,10 +18,21 @@ from kjit._client import _Base
 from kjit._errors import from_rpc_error
 from kjit._request import Source
 from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
-                         ExplainResult, GcResult, PipelineDescription, PlanResult, StoredBlob, StoredGroup,
-                         VerifyResult)
+                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe,
+                         RecipeSummary, Seal, StoredBlob, StoredGroup, VerifyResult)
 
 __all__ = ["Client"]
+
+
+async def _read_aside(messages: Iterator) -> AsyncIterator:
+    """messages, each read in the loop's executor: a bundle's file is read
+    while the loop serves on."""
+    loop = asyncio.get_running_loop()
+    while True:
+        message = await loop.run_in_executor(None, next, messages, None)
+        if message is None:
+            return
+        yield message
 
 
 class Client(_Base):
@@ -35,6 +47,21 @@ class Client(_Base):
         except grpc.RpcError as error:
             raise from_rpc_error(error) from None
         return call.result(response)
+
+    async def _receive(self, call: _calls.Call, timeout):
+        """See kjit.Client._receive."""
+        stream = self._invoke(call, timeout)
+        try:
+            async for message in stream:
+                call.result.take(message)
+            return call.result.finish()
+        except grpc.RpcError as error:
+            call.result.abandon()
+            raise from_rpc_error(error) from None
+        except BaseException:
+            stream.cancel()
+            call.result.abandon()
+            raise
 
     async def _hold(self, call: _calls.Call, wait: float, timeout):
         """See kjit.Client._hold."""
@@ -103,6 +130,22 @@ class Client(_Base):
     async def cache_verify(self, *, timeout: Optional[float] = None) -> VerifyResult:
         return await self._send(_calls.cache_verify(), timeout)
 
+    async def export_bundle(self, path_or_file: Union[str, "os.PathLike[str]", BinaryIO, None] = None, *,
+                            namespace: Optional[str] = None, targets: Union[str, Sequence[str]] = (),
+                            recipes_only: bool = False, timeout: Optional[float] = None) -> ExportResult:
+        """See kjit.Client.export_bundle."""
+        return await self._receive(_calls.export_bundle(path_or_file, namespace=namespace, targets=targets,
+                                                        recipes_only=recipes_only), timeout)
+
+    async def import_bundle(self, path_or_bytes_or_file: Union[str, "os.PathLike[str]", bytes, BinaryIO], *,
+                            namespace: Optional[str] = None, timeout: Optional[float] = None) -> ImportResult:
+        """See kjit.Client.import_bundle; the bundle is read in the loop's executor."""
+        call = _calls.import_bundle(path_or_bytes_or_file, namespace=namespace)
+        try:
+            return await self._send(call._replace(request=_read_aside(call.request)), timeout)
+        finally:
+            call.request.close()
+
     async def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *,
                        timeout: Optional[float] = None) -> StoredBlob:
         """See kjit.Client.put_blob."""
@@ -143,6 +186,30 @@ class Client(_Base):
     async def direct_read_grant(self, *, timeout: Optional[float] = None) -> DirectReadGrant:
         """See kjit.Client.direct_read_grant."""
         return await self._send(_calls.direct_read_grant(), timeout)
+
+    async def recipes(self, namespace: Optional[str] = None, since: Any = None, limit: int = 0, *,
+                      timeout: Optional[float] = None) -> List[RecipeSummary]:
+        """See kjit.Client.recipes."""
+        return await self._send(_calls.recipes(namespace, since, limit), timeout)
+
+    async def recipe(self, digest: str, namespace: Optional[str] = None, *,
+                     timeout: Optional[float] = None) -> Recipe:
+        """See kjit.Client.recipe."""
+        return await self._send(_calls.recipe(digest, namespace), timeout)
+
+    async def remove_recipe(self, digest: str, namespace: Optional[str] = None, *,
+                            timeout: Optional[float] = None) -> bool:
+        """See kjit.Client.remove_recipe."""
+        return await self._send(_calls.remove_recipe(digest, namespace), timeout)
+
+    async def seal(self, namespace: Optional[str] = None, mode: Optional[str] = None, *,
+                   timeout: Optional[float] = None) -> List[Seal]:
+        """See kjit.Client.seal."""
+        return await self._send(_calls.seal(namespace, mode), timeout)
+
+    async def unseal(self, namespace: Optional[str] = None, *, timeout: Optional[float] = None) -> List[Seal]:
+        """See kjit.Client.unseal."""
+        return await self._send(_calls.unseal(namespace), timeout)
 
     async def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """See kjit.Client.health."""
