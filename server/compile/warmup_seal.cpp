@@ -32,9 +32,9 @@ WarmupSeal::WarmupSeal(AfterWarmup configured)
 }
 
 void WarmupSeal::seal(bool all_namespaces, std::string ns, AfterWarmup mode) {
+  std::lock_guard lock(mutex_);
   SealState state{all_namespaces, all_namespaces ? std::string() : std::move(ns),
                   mode == AfterWarmup::off ? default_mode_ : mode, static_cast<int64_t>(std::time(nullptr))};
-  std::lock_guard lock(mutex_);
   if (state.all_namespaces)
     all_ = std::move(state);
   else
@@ -50,6 +50,16 @@ void WarmupSeal::unseal(bool all_namespaces, std::string_view ns) {
   } else if (auto it = by_ns_.find(ns); it != by_ns_.end()) {
     by_ns_.erase(it);
   }
+  any_.store(all_ || !by_ns_.empty(), std::memory_order_release);
+}
+
+void WarmupSeal::reconfigure(AfterWarmup configured) {
+  std::lock_guard lock(mutex_);
+  default_mode_ = configured == AfterWarmup::off ? AfterWarmup::count : configured;
+  if (configured == AfterWarmup::off)
+    all_.reset();
+  else
+    all_ = SealState{true, {}, configured, static_cast<int64_t>(std::time(nullptr))};
   any_.store(all_ || !by_ns_.empty(), std::memory_order_release);
 }
 

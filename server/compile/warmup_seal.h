@@ -41,6 +41,12 @@ class WarmupSeal {
   void seal(bool all_namespaces, std::string ns, AfterWarmup mode);
   // all_namespaces: every seal goes; else namespace ns's own.
   void unseal(bool all_namespaces, std::string_view ns);
+  // The configuration's after_warmup changed (a reload): it becomes what a
+  // seal naming no mode uses, and the seal of every namespace: off lifts
+  // that seal, another mode puts it in force. Namespaces' own seals stay.
+  // This is how a fleet seals every daemon at once: the configuration they
+  // share, then a reload of each.
+  void reconfigure(AfterWarmup configured);
   std::vector<SealState> seals() const;
 
   // The seal a miss in ns meets (its namespace's own first); nullopt when

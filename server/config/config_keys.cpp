@@ -218,8 +218,9 @@ const std::vector<ConfigKey>& config_keys() {
        .help = "bytes of recipes kept per namespace", .min = 1, .max = k_int64,
        KJIT_CONFIG_FIELD(cache.max_recipe_bytes)},
       {.path = "after_warmup", .flag = "--after-warmup", .kind = ConfigKind::text,
-       .help = "start sealed: a miss is counted, also warned of, or refused (off: start unsealed)",
-       .choices = {"off", "count", "warn", "refuse"}, KJIT_CONFIG_FIELD(after_warmup)},
+       .help = "start sealed: a miss is counted, also warned of, or refused (off: start unsealed); a reload that "
+               "changes it seals, or unseals, every namespace",
+       .choices = {"off", "count", "warn", "refuse"}, .reloadable = true, KJIT_CONFIG_FIELD(after_warmup)},
   };
   return k_keys;
 }

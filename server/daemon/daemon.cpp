@@ -24,7 +24,9 @@
 #include "server/rpc/recipe_service.h"
 #include "server/workers/compile_workers.h"
 #include "server/rpc/compiler_service.h"
+#include "server/compile/cached_compiler.h"
 #include "server/compile/daemon_cache.h"
+#include "server/compile/warmup_seal.h"
 #include "server/rpc/diagnostics_service.h"
 #include "server/rpc/elastic_thread_pool.h"
 #include "launch/cuda_driver.h"
@@ -201,6 +203,7 @@ Status Daemon::start() {
   cache_ = cache;
   if (cache && tenants) cache->set_quotas(tenants->quotas());
   auto compiler = std::make_shared<const CachedCompiler>(config_, std::move(pipeline.value()), cache, workers_, admission_);
+  compiler_ = compiler;
   blocking_work_ = std::make_shared<ElasticThreadPool>(ElasticThreadPool::Options{});
   compiler_service_ = std::make_unique<CompilerService>(compiler, blocking_work_, gate_);
   // The driver is looked for, never required: without it Launch answers
@@ -461,6 +464,10 @@ Result<ReloadReport> Daemon::reload_from(const DaemonConfig& read) {
   }
   spdlog::set_level(spdlog::level::from_str(next.log_level));
   if (metrics_) metrics_->set_token_digest(next.metrics_token_sha256);
+  // Only a change: a reload that leaves after_warmup as it was keeps what
+  // the operator sealed or unsealed since.
+  if (next.after_warmup != in_force.after_warmup)
+    compiler_->seal().reconfigure(parse_after_warmup(next.after_warmup).value_or(AfterWarmup::off));
   for (const std::string& key : changes.reloadable)
     if (key != "tenants") report.reloaded.push_back(key);
   report.needs_restart = std::move(changes.needs_restart);

@@ -21,6 +21,7 @@ class Server;
 
 namespace kjit {
 
+class CachedCompiler;
 class CompilerService;
 class LaunchService;
 class CacheService;
@@ -90,6 +91,7 @@ class Daemon {
   std::shared_ptr<CallGate> gate_;
   std::shared_ptr<DaemonCache> cache_;  // null: the cache is off; its shares follow the tenants
   std::shared_ptr<ServedCertificates> served_certificates_;  // null: no TLS listener
+  std::shared_ptr<const CachedCompiler> compiler_;  // its warm-up seal follows after_warmup's reloads
   std::unique_ptr<CompilerService> compiler_service_;
   std::unique_ptr<LaunchService> launch_service_;
   std::unique_ptr<CacheService> cache_service_;

@@ -20,6 +20,7 @@
 
 #include "kjit/client.h"
 #include "pipeline/cache_key.h"
+#include "support/cuda_kernels.h"
 #include "support/daemon_test.h"
 #include "support/eventually.h"
 #include "support/loopback.h"
@@ -196,6 +197,59 @@ TEST_F(ReloadTest, KeysThatNeedARestartAreNamedAndKeepTheirValue) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument) << refused.error().message;
   EXPECT_NE(refused.error().message.find(daemon_->config_path()), std::string::npos) << refused.error().message;
+}
+
+// after_warmup follows reloads, so a fleet seals every daemon at once from
+// the configuration they share: a change seals (or unseals) every
+// namespace, while a reload that leaves it as it was keeps what the
+// operator sealed or unsealed since.
+TEST_F(ReloadTest, AfterWarmupChangedByAReloadSealsAndUnsealsEveryNamespace) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  DaemonOptions options;
+  options.config = "after_warmup = \"off\"\n";
+  start(options);  // no cache: every compile is a miss
+  auto compile = [&](const Client& client) {
+    CompileRequest request;
+    request.input = k_vector_add;
+    request.input_name = "vector_add.cu";
+    request.target = "cuda:90";
+    return client.compile(request);
+  };
+  auto refused_by_seal = [](const Result<CompileResult>& answer) {
+    return !answer && answer.error().code == ErrorCode::failed_precondition &&
+           answer.error().message.find("sealed") != std::string::npos;
+  };
+  Result<CompileResult> before = compile(tenant("alpha"));
+  ASSERT_TRUE(before) << before.error().message;
+
+  write(daemon_->config_path(), "after_warmup = \"refuse\"\n");
+  Result<ReloadResult> sealed = operator_client().reload();
+  ASSERT_TRUE(sealed) << sealed.error().message;
+  EXPECT_NE(std::find(sealed->reloaded.begin(), sealed->reloaded.end(), "after_warmup"), sealed->reloaded.end());
+  EXPECT_TRUE(refused_by_seal(compile(tenant("alpha"))));
+  EXPECT_TRUE(refused_by_seal(compile(tenant("beta"))));
+
+  // The operator lifts it; a reload of the same file leaves it lifted.
+  Result<std::vector<WarmupSealState>> lifted = operator_client().set_seal(true, true, "", "");
+  ASSERT_TRUE(lifted) << lifted.error().message;
+  EXPECT_TRUE(lifted->empty());
+  ASSERT_TRUE(operator_client().reload());
+  Result<CompileResult> unchanged = compile(tenant("alpha"));
+  EXPECT_TRUE(unchanged) << unchanged.error().message;
+
+  // Sealed again by the file, then unsealed by it.
+  write(daemon_->config_path(), "after_warmup = \"count\"\n");
+  ASSERT_TRUE(operator_client().reload());
+  write(daemon_->config_path(), "after_warmup = \"refuse\"\n");
+  ASSERT_TRUE(operator_client().reload());
+  EXPECT_TRUE(refused_by_seal(compile(tenant("beta"))));
+  write(daemon_->config_path(), "after_warmup = \"off\"\n");
+  ASSERT_TRUE(operator_client().reload());
+  Result<CompileResult> after = compile(tenant("beta"));
+  EXPECT_TRUE(after) << after.error().message;
+  Result<std::vector<WarmupSealState>> seals = operator_client().set_seal(true, false, "nobody", "");
+  ASSERT_TRUE(seals) << seals.error().message;
+  EXPECT_TRUE(seals->empty());
 }
 
 // The metrics port's bearer token: 401 without it or with another, the
