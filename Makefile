@@ -26,8 +26,8 @@ run: build
 
 # Every test: unit and integration tests in the default build, then the
 # Python client against the daemon, the load and fault tests (tests/load,
-# about a minute), the integration tests again under AddressSanitizer +
-# UBSan, then the fuzzers.
+# about a minute), the integration tests and the load and fault tests again
+# under AddressSanitizer + UBSan, then the fuzzers.
 test: test-default test-python test-load test-asan test-fuzz
 
 test-default: build
@@ -47,9 +47,15 @@ test-load: build
 build-asan/build.ninja:
 	cmake --preset asan
 
+# The integration tests, then the load and fault scenarios (alone: they
+# sample memory and kill processes) against the ASan kjitd, its workers, kjit
+# and the load driver. run.py finds ASan in the binary: memory bounds that
+# allow for it, a shorter load phase, every correctness check, and any
+# sanitizer report in a daemon's log or a non-zero exit on SIGTERM a failure.
 test-asan: deps build-asan/build.ninja
-	cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests
+	cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests kjit_load_driver
 	ctest --preset asan -j 2 -L integration
+	KJIT_LOAD_TESTS=1 ctest --preset asan -L load
 
 build-fuzz/build.ninja:
 	cmake --preset fuzz

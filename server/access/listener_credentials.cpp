@@ -15,9 +15,9 @@ bool wants_tls(const DaemonConfig& config) {
   return !config.tls.cert_file.empty() || !config.tls.key_file.empty();
 }
 
-// The files the listener needs, read (and their contents checked, with
-// check_contents); nullopt for plaintext; or why it may not listen at all.
-Result<std::optional<TlsMaterial>> read_tls_files(const DaemonConfig& config, bool check_contents) {
+// The files the listener needs, read and checked as a reload checks them;
+// nullopt for plaintext; or why it may not listen at all.
+Result<std::optional<TlsMaterial>> read_tls_files(const DaemonConfig& config) {
   const TlsConfig& tls = config.tls;
   if (!wants_tls(config)) {
     if (!tls.client_ca_file.empty())
@@ -33,7 +33,7 @@ Result<std::optional<TlsMaterial>> read_tls_files(const DaemonConfig& config, bo
   if (tls.cert_file.empty() || tls.key_file.empty())
     return make_error(ErrorCode::failed_precondition,
                       "TLS needs both a certificate and a key (--tls-cert and --tls-key)");
-  Result<TlsMaterial> material = read_tls_material(tls, check_contents);
+  Result<TlsMaterial> material = read_tls_material(tls);
   if (!material) return material.error();
   return std::optional<TlsMaterial>(std::move(material.value()));
 }
@@ -42,9 +42,10 @@ Result<std::optional<TlsMaterial>> read_tls_files(const DaemonConfig& config, bo
 
 Status check_tls_files(const DaemonConfig& config) {
   if (config.listen_address.empty()) return Ok{};
-  // Readable is what a check asks: deployments check their configuration
-  // with stand-ins for the certificates they mount.
-  Result<std::optional<TlsMaterial>> files = read_tls_files(config, /*check_contents=*/false);
+  // The same reading as a start's: a check that passed files a start then
+  // refuses (a key of another certificate, no certificate at all) would be
+  // worth little before a restart.
+  Result<std::optional<TlsMaterial>> files = read_tls_files(config);
   if (!files) return files.error();
   return Ok{};
 }
@@ -53,7 +54,7 @@ Status add_tcp_listener(grpc::ServerBuilder& builder, const DaemonConfig& config
                         int* bound_port, std::shared_ptr<ServedCertificates>* served) {
   served->reset();
   if (config.listen_address.empty()) return Ok{};
-  Result<std::optional<TlsMaterial>> files = read_tls_files(config, /*check_contents=*/true);
+  Result<std::optional<TlsMaterial>> files = read_tls_files(config);
   if (!files) return files.error();
   if (!files->has_value()) {
     spdlog::warn(

@@ -28,8 +28,9 @@ Status add_tcp_listener(grpc::ServerBuilder& builder, const DaemonConfig& config
                         int* bound_port, std::shared_ptr<ServedCertificates>* served);
 
 // What add_tcp_listener would refuse, without adding anything: for
-// `kjitd --check-config`. The TLS files must be readable; whether they hold
-// a certificate and its key is checked when kjitd starts or reloads.
+// `kjitd --check-config`. The TLS files are read and checked as at a start
+// or a reload (read_tls_material): the certificate parses and the key is
+// its own.
 Status check_tls_files(const DaemonConfig& config);
 
 }  // namespace kjit

@@ -83,7 +83,7 @@ Status write_private_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-Result<TlsMaterial> read_tls_material(const TlsConfig& tls, bool check_contents) {
+Result<TlsMaterial> read_tls_material(const TlsConfig& tls) {
   TlsMaterial material;
   Result<std::string> cert = read_pem(tls.cert_file, "certificate");
   if (!cert) return cert.error();
@@ -96,7 +96,6 @@ Result<TlsMaterial> read_tls_material(const TlsConfig& tls, bool check_contents)
     if (!ca) return ca.error();
     material.client_ca = std::move(ca.value());
   }
-  if (!check_contents) return material;
 
   const std::vector<Certificate> chain = certificates_in(material.cert);
   if (chain.empty()) return unusable("the TLS certificate " + tls.cert_file + " holds no PEM certificate");

@@ -30,9 +30,10 @@ struct TlsMaterial {
 
 // The files `tls` names, read and checked: a certificate chain, a private
 // key that matches its first certificate, a client CA that holds a
-// certificate. FAILED_PRECONDITION naming the file and what is wrong.
-// Without check_contents, only that each can be read and is not empty.
-Result<TlsMaterial> read_tls_material(const TlsConfig& tls, bool check_contents = true);
+// certificate. FAILED_PRECONDITION naming the file (both, for a key that
+// is not the certificate's) and what is wrong. A start, a reload and
+// `kjitd --check-config` all check with this one function.
+Result<TlsMaterial> read_tls_material(const TlsConfig& tls);
 
 class ServedCertificates {
  public:

@@ -81,6 +81,15 @@ def without_flag(args: list[str], flag: str) -> list[str]:
     return out
 
 
+def stand_in_tls_pair(directory: Path) -> dict[str, Path]:
+    """A throwaway self-signed certificate and its key, with the openssl command."""
+    cert, key = directory / "stand-in.crt", directory / "stand-in.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "1", "-subj", "/CN=kjit deploy check stand-in", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return {"cert": cert, "key": key}
+
+
 def check_config(kjitd: str | None, text: str, args: list[str], where: str, problems: Problems) -> None:
     """`kjitd --check-config` on `text` with the flags a deployment adds."""
     if kjitd is None:
@@ -89,13 +98,16 @@ def check_config(kjitd: str | None, text: str, args: list[str], where: str, prob
         path = Path(tmp) / "kjitd.toml"
         path.write_text(text)
         # The TLS files are the cluster's (a Secret): stand-ins here, so that
-        # the check is of the flags, not of this machine's files.
+        # the check is of the flags, not of this machine's files. kjitd checks
+        # that the certificate parses and the key is its own, so the stand-ins
+        # are a self-signed pair made here (the certificate is the client
+        # CA's stand-in too).
         args = list(args)
-        for i, arg in enumerate(args[:-1]):
-            if arg in TLS_FILE_FLAGS:
-                stand_in = Path(tmp) / arg.lstrip("-")
-                stand_in.write_text(f"stand-in for {args[i + 1]}\n")
-                args[i + 1] = str(stand_in)
+        if any(arg in TLS_FILE_FLAGS for arg in args[:-1]):
+            pair = stand_in_tls_pair(Path(tmp))
+            for i, arg in enumerate(args[:-1]):
+                if arg in TLS_FILE_FLAGS:
+                    args[i + 1] = str(pair["key"] if arg == "--tls-key" else pair["cert"])
         command = [kjitd, "--check-config", "--config", str(path), *without_flag(args, "--config")]
         result = subprocess.run(command, capture_output=True, text=True, timeout=60)
         if result.returncode != 0 and "cannot confine compile workers" in result.stderr:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -101,6 +102,58 @@ class CheckConfigTest(unittest.TestCase):
         result = self.check(f'[[toolkits]]\nfrom = "cuda:100"\nto = "cuda:121"\ncuda_home = "{self.dir}/none"\n')
         self.assertEqual(result.returncode, 2)
         self.assertIn("toolkit for", result.stderr)
+
+
+@unittest.skipUnless(os.access(KJITD, os.X_OK), f"no kjitd at {KJITD}")
+@unittest.skipUnless(shutil.which("openssl"), "no openssl command")
+class CheckConfigTlsTest(unittest.TestCase):
+    """The TCP listener's certificate and key, checked as a start checks them."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="kjit-check-config-tls-")
+        self.dir = Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def self_signed(self, name: str) -> tuple[Path, Path]:
+        cert, key = self.dir / f"{name}.crt", self.dir / f"{name}.key"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-days", "1", "-subj", f"/CN={name}", "-keyout", str(key), "-out", str(cert)],
+                       check=True, capture_output=True, timeout=60)
+        return cert, key
+
+    def check(self, cert: Path, key: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([KJITD, "--check-config", "--compile-workers", "0", "--listen", "127.0.0.1:0",
+                               "--tls-cert", str(cert), "--tls-key", str(key)],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_a_certificate_and_its_own_key_pass(self):
+        cert, key = self.self_signed("server")
+        result = self.check(cert, key)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.splitlines()[-1], "configuration OK")
+
+    def test_a_key_of_another_certificate_is_exit_2_naming_both_files(self):
+        cert, _ = self.self_signed("server")
+        _, other_key = self.self_signed("other")
+        result = self.check(cert, other_key)
+        self.assertEqual(result.returncode, 2, result.stdout)
+        self.assertNotIn("configuration OK", result.stdout)
+        self.assertIn(f"the TLS key {other_key} does not match the certificate {cert}", result.stderr)
+
+    def test_a_certificate_that_does_not_parse_is_exit_2(self):
+        _, key = self.self_signed("server")
+        # Readable and not empty, as a stand-in file is: no longer enough.
+        cert = self.dir / "not-a-certificate.crt"
+        cert.write_text("-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+        result = self.check(cert, key)
+        self.assertEqual(result.returncode, 2, result.stdout)
+        self.assertIn(f"the TLS certificate {cert} holds no PEM certificate", result.stderr)
+        # A key where the certificate should be is no certificate either.
+        result = self.check(key, key)
+        self.assertEqual(result.returncode, 2, result.stdout)
+        self.assertIn(f"the TLS certificate {key} holds no PEM certificate", result.stderr)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,21 @@ Every expectation that does not hold is a failure naming it; the figures go
 to a table on stdout and to --report as JSON. Assertions are about
 correctness, never speed: the machine may be slow and shared.
 
-Skipped (exit 77) unless KJIT_LOAD_TESTS=1, which `make test-load` sets.
+Against an AddressSanitizer build of kjitd (found in the binary itself, so
+`ctest --preset asan` and a run by hand agree) every correctness check still
+holds; the memory bounds allow for the sanitizer's shadow and quarantine and
+the load phase is shorter. In every build, a sanitizer report in a daemon's
+log (its workers' stderr is logged there too) or a client's stderr, or an
+exit other than 0 on SIGTERM (LeakSanitizer's at exit), fails the scenario.
+
+Skipped (exit 77) unless KJIT_LOAD_TESTS=1, which `make test-load` (build/)
+and `make test-asan` (build-asan/) set.
 """
 import argparse
 import contextlib
 import io
 import json
+import mmap
 import os
 import random
 import re
@@ -48,6 +57,27 @@ FIXED_OVERHEAD_BYTES = 200 * MiB
 # How much kjitd's anonymous memory may grow from the first half of the load
 # run to the second once the tier is full: allocator slack, not a trend.
 SECOND_HALF_GROWTH_BYTES = 32 * MiB
+
+# Under AddressSanitizer every heap byte costs more (redzones, the shadow's
+# eighth, a Debug build's larger frames) and freed memory is held back in a
+# quarantine (ASAN_OPTIONS quarantine_size_mb, 256 MiB by default on x86-64,
+# plus its shadow) before it is reused, filling over the run; both bounds
+# allow for that, nothing else changes. LeakSanitizer's check at each
+# SIGTERM is the sharper leak test there; the optimized build's run keeps
+# the tight bounds.
+ASAN_HEAP_FACTOR = 3
+ASAN_DEFAULT_QUARANTINE_MB = 256
+# Shorter than the optimized build's 30 s: the same checks, on a daemon that
+# answers about half as many requests, within CI's time.
+ASAN_LOAD_SECONDS = 20
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# What a sanitizer writes when it finds something, in kjitd's log (a
+# worker's lines are logged there with its pid) or a client's stderr.
+SANITIZER_REPORT = re.compile(
+    r"ERROR: (AddressSanitizer|LeakSanitizer)|LeakSanitizer has encountered a fatal error|"
+    r"AddressSanitizer:DEADLYSIGNAL|SUMMARY: UndefinedBehaviorSanitizer|\S+:\d+:\d+: runtime error: ")
 
 SMALL_KERNEL = """
 extern "C" __global__ void small_{tag}(float* x, int n) {{
@@ -195,6 +225,55 @@ class MemorySampler:
         return one, together
 
 
+# --- sanitizers ---------------------------------------------------------------
+
+def built_with_asan(path):
+    """Whether the executable at path links AddressSanitizer's runtime."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as image:
+        return image.find(b"__asan_init") >= 0
+
+
+def with_options(current, defaults):
+    """defaults, then what the environment already says: the sanitizers read
+    the options left to right, so a setting made outside wins."""
+    return ":".join(part for part in (defaults, current or "") if part)
+
+
+def sanitizer_environment(environ):
+    """The environment for kjitd and the clients of an ASan build: leaks
+    checked at exit, every report fatal, the toolkits' own leaks suppressed."""
+    env = dict(environ)
+    env["ASAN_OPTIONS"] = with_options(environ.get("ASAN_OPTIONS"), "detect_leaks=1:halt_on_error=1")
+    lsan = environ.get("LSAN_OPTIONS", "")
+    if "suppressions=" not in lsan:
+        lsan = with_options(lsan, "suppressions=" + os.path.join(REPO, "tests", "lsan.supp"))
+    env["LSAN_OPTIONS"] = lsan
+    env["UBSAN_OPTIONS"] = with_options(environ.get("UBSAN_OPTIONS"), "print_stacktrace=1:halt_on_error=1")
+    return env
+
+
+def quarantine_bytes(environ):
+    m = None
+    for m in re.finditer(r"(?:^|:)quarantine_size_mb=(\d+)", environ.get("ASAN_OPTIONS", "")):
+        pass
+    return (int(m.group(1)) if m else ASAN_DEFAULT_QUARANTINE_MB) * MiB
+
+
+def sanitizer_report(text, lines=40):
+    """The first report in text up to its shadow bytes' dump, at most a few
+    dozen lines; None when there is none."""
+    m = SANITIZER_REPORT.search(text)
+    if not m:
+        return None
+    start = text.rfind("\n", 0, m.start()) + 1
+    out = []
+    for line in text[start:].splitlines()[:lines]:
+        if "Shadow bytes around the buggy address" in line:
+            break
+        out.append(line)
+    return "\n".join(out)
+
+
 # --- processes ---------------------------------------------------------------
 
 def snapshot(path, into, wait=180):
@@ -218,6 +297,8 @@ class Context:
         self.kjitd = snapshot(args.kjitd, bin_dir)
         self.kjit = snapshot(args.kjit, bin_dir)
         self.driver = snapshot(args.driver, bin_dir)
+        self.asan = built_with_asan(self.kjitd)
+        self.env = sanitizer_environment(os.environ) if self.asan else dict(os.environ)
         self.rng = random.Random(args.seed)
         self.seed = args.seed
         self.keep = args.keep
@@ -226,7 +307,7 @@ class Context:
         self.redis = []
         self.mounts = []
         self.notes = []
-        help_text = subprocess.run([self.kjitd, "--help"], capture_output=True, text=True, timeout=60)
+        help_text = subprocess.run([self.kjitd, "--help"], capture_output=True, text=True, timeout=60, env=self.env)
         self.kjitd_help = help_text.stdout + help_text.stderr
 
     def cleanup(self):
@@ -264,7 +345,7 @@ class Daemon:
     def start(self, deadline=90):
         argv = self.wrapper + [self.ctx.kjitd, "--socket", self.socket, "--cache-dir", self.cache_dir,
                                "--log-level", "info"] + self.args
-        env = dict(os.environ, TMPDIR=self.tmpdir)
+        env = dict(self.ctx.env, TMPDIR=self.tmpdir)
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
         end = time.monotonic() + deadline
@@ -287,16 +368,33 @@ class Daemon:
         self.proc.wait(timeout=60)
 
     def stop(self, quiet=False):
+        """SIGTERM, and (unless quiet) a failure for any exit but 0: under
+        LeakSanitizer a leak found at exit is a non-zero exit."""
         if not self.running():
             return
         self.proc.terminate()
+        # LeakSanitizer's scan of a large heap at exit takes a while.
+        wait = 180 if self.ctx.asan else 60
         try:
-            self.proc.wait(timeout=60)
+            self.proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             if not quiet:
-                self.ctx.notes.append(f"kjitd ({self.name}) ignored SIGTERM for 60 s; killed")
+                self.ctx.notes.append(f"kjitd ({self.name}) ignored SIGTERM for {wait} s; killed")
             self.proc.kill()
             self.proc.wait()
+        if not quiet:
+            self.check_log()
+            expect(self.proc.returncode == 0,
+                   f"kjitd ({self.name}) exited {self.proc.returncode} on SIGTERM, not 0:\n{self.log_tail()}")
+
+    def check_log(self):
+        """A failure for any sanitizer report in the log, kjitd's or a worker's."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                report = sanitizer_report(f.read())
+        except OSError:
+            return
+        expect(report is None, f"kjitd ({self.name}): a sanitizer report in its log {self.log_path}:\n{report}")
 
     def log_tail(self, lines=40):
         try:
@@ -306,8 +404,9 @@ class Daemon:
             return "(no log)"
 
     def cli(self, *args, timeout=120, check=True):
-        env = dict(os.environ, KJIT_SOCKET=self.socket)
+        env = dict(self.ctx.env, KJIT_SOCKET=self.socket)
         r = subprocess.run([self.ctx.kjit, *args], capture_output=True, text=True, timeout=timeout, env=env)
+        client_report(f"kjit {' '.join(args)}", r.stderr)
         if check and r.returncode != 0:
             raise Failure(f"`kjit {' '.join(args)}` exited {r.returncode}: {r.stderr.strip()}")
         return r
@@ -320,7 +419,8 @@ class Daemon:
 
     def drive(self, *args, timeout=300):
         r = subprocess.run(self.driver_args() + [str(a) for a in args], capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=self.ctx.env)
+        client_report("kjit_load_driver", r.stderr)
         if r.returncode != 0:
             raise Failure(f"kjit_load_driver {' '.join(map(str, args))} exited {r.returncode}: {r.stderr.strip()}\n"
                           f"kjitd's log:\n{self.log_tail()}")
@@ -331,6 +431,11 @@ class Daemon:
         with open(path, "w") as f:
             f.write(source)
         return self.drive("--once", path, *[f"--option={o}" for o in options], timeout=timeout)
+
+
+def client_report(what, stderr):
+    report = sanitizer_report(stderr or "")
+    expect(report is None, f"{what}: a sanitizer report on its stderr:\n{report}")
 
 
 def tier(stats, name):
@@ -437,21 +542,30 @@ def scenario_load(ctx, args):
     expect(miss_sources <= {"compiled"}, f"load: unique kernels were answered from {sorted(miss_sources)}")
 
     # The bound: what kjitd mapped at start (libraries, toolkits: they do not
-    # grow with load), the memory tier's budget, and a fixed overhead.
-    bound = at_start["RssFile"] + MEMORY_TIER_BYTES + FIXED_OVERHEAD_BYTES
+    # grow with load), the memory tier's budget, and a fixed overhead; under
+    # ASan the heap's share costs more, and the quarantine may fill.
+    heap = MEMORY_TIER_BYTES + FIXED_OVERHEAD_BYTES
+    growth = SECOND_HALF_GROWTH_BYTES
+    sanitizer = ""
+    if ctx.asan:
+        quarantine = quarantine_bytes(ctx.env) * 9 // 8
+        heap = heap * ASAN_HEAP_FACTOR + quarantine
+        growth = growth * ASAN_HEAP_FACTOR + quarantine
+        sanitizer = f", under ASan x{ASAN_HEAP_FACTOR} + quarantine {quarantine / MiB:.0f}"
+    bound = at_start["RssFile"] + heap
     figures["kjitd_rss_bound"] = bound
     peak = max(figures["kjitd_peak_rss"], hwm)
     expect(peak < bound, f"load: kjitd's peak RSS {peak / MiB:.1f} MiB is over the bound {bound / MiB:.1f} MiB "
                          f"(mapped at start {at_start['RssFile'] / MiB:.1f} + memory tier {MEMORY_TIER_BYTES / MiB:.0f} "
-                         f"+ {FIXED_OVERHEAD_BYTES / MiB:.0f})")
+                         f"+ {FIXED_OVERHEAD_BYTES / MiB:.0f}{sanitizer})")
     middle = summary["seconds"] / 2
     first = sampler.peak("RssAnon", 0, middle)
     second = sampler.peak("RssAnon", middle)
     figures["kjitd_anon_first_half"] = first
     figures["kjitd_anon_second_half"] = second
-    expect(second <= first + SECOND_HALF_GROWTH_BYTES,
+    expect(second <= first + growth,
            f"load: kjitd's anonymous memory kept climbing: peak {first / MiB:.1f} MiB in the first half, "
-           f"{second / MiB:.1f} MiB in the second (allowed {SECOND_HALF_GROWTH_BYTES / MiB:.0f} MiB more)")
+           f"{second / MiB:.1f} MiB in the second (allowed {growth / MiB:.0f} MiB more{sanitizer})")
     d.stop()
     return figures
 
@@ -479,7 +593,7 @@ def scenario_worker_kill(ctx, args):
         f.write(SLOW_KERNEL)
     slow = subprocess.Popen(d.driver_args() + ["--once", slow_path, f"--option=-DSLOW_DEPTH={args.slow_depth}",
                                                f"--option=-DSLOW_SALT={salt}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ctx.env)
     started = time.monotonic()
     time.sleep(0.5)
     busy, live = find_busy_worker(d)
@@ -489,6 +603,7 @@ def scenario_worker_kill(ctx, args):
     os.kill(busy, signal.SIGKILL)
     killed_after = time.monotonic() - started
     out, err = slow.communicate(timeout=300)
+    client_report("kjit_load_driver", err)
     expect(slow.returncode == 0, f"worker_kill: the driver failed: {err}")
     answer = json.loads(out.strip().splitlines()[-1])
     figures = {"killed_worker": busy, "killed_after_s": killed_after, "code": answer["code"],
@@ -533,7 +648,7 @@ def scenario_daemon_kill(ctx, args):
         seed = ctx.seed * 10 + r
         drv = subprocess.Popen(d.driver_args() + ["--duration", "120", "--clients", str(args.clients), "--mix", "0,1,0",
                                                   "--seed", str(seed), "--journal", journal, "--stop-on-unavailable"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ctx.env)
         # Killed after a random number of answered writes and a random delay.
         wanted = ctx.rng.randint(3, 30)
         end = time.monotonic() + 120
@@ -551,6 +666,7 @@ def scenario_daemon_kill(ctx, args):
         time.sleep(ctx.rng.uniform(0, 0.25))
         d.kill(signal.SIGKILL)
         out, err = drv.communicate(timeout=300)
+        client_report("kjit_load_driver", err)
         expect(drv.returncode == 0, f"daemon_kill: the driver failed: {err}")
         load = json.loads(out.strip().splitlines()[-1])
         leftovers = temp_files(cache_dir)
@@ -806,6 +922,10 @@ def print_table(report):
         print(f"full_disk ({disk['mode']}): {disk['kinds']['miss']['ok']} compiles answered, disk tier errors "
               f"{disk['disk_errors']} in `kjit cache stats`, "
               f"kjit_cache_errors_total{{tier=\"disk\"}} {disk.get('kjit_cache_errors_total_disk')}")
+    if report.get("asan"):
+        driver = "the load driver too" if report["driver_asan"] else "not the load driver"
+        print(f"kjitd and its workers built with AddressSanitizer ({driver}): load {report['load_seconds']:.0f} s, "
+              f"{report['kill_rounds']} kill round(s)")
     for name, s in report["scenarios"].items():
         if s["result"] != "pass":
             print(f"{name}: {s['result']}")
@@ -822,7 +942,8 @@ def main():
     parser.add_argument("--only", help="comma-separated scenarios: " + ",".join(SCENARIOS))
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--load-seconds", type=float, default=30)
+    parser.add_argument("--load-seconds", type=float,
+                        help=f"the load scenario's length (default 30, {ASAN_LOAD_SECONDS} under ASan)")
     parser.add_argument("--kill-rounds", type=int, default=3)
     parser.add_argument("--slow-depth", type=int, default=20)
     parser.add_argument("--fs-mode", choices=("auto", "mount", "unshare"), default="auto",
@@ -847,8 +968,15 @@ def main():
     except (Failure, OSError) as e:
         print(f"FAIL: {e}")
         return 1
-    report = {"seed": args.seed, "clients": args.clients, "scenarios": {}, "notes": ctx.notes}
+    if args.load_seconds is None:
+        args.load_seconds = ASAN_LOAD_SECONDS if ctx.asan else 30
+    report = {"seed": args.seed, "clients": args.clients, "asan": ctx.asan,
+              "driver_asan": ctx.asan and built_with_asan(ctx.driver), "load_seconds": args.load_seconds,
+              "kill_rounds": args.kill_rounds, "scenarios": {}, "notes": ctx.notes}
     log(f"seed {args.seed} (rerun with --seed {args.seed}); working in {ctx.tmp}")
+    if ctx.asan:
+        log(f"kjitd is an AddressSanitizer build: ASAN_OPTIONS={ctx.env['ASAN_OPTIONS']} "
+            f"LSAN_OPTIONS={ctx.env['LSAN_OPTIONS']} UBSAN_OPTIONS={ctx.env['UBSAN_OPTIONS']}")
     began = time.monotonic()
     try:
         for name in names:
@@ -866,6 +994,19 @@ def main():
             finally:
                 for d in ctx.daemons:
                     d.stop(quiet=True)
+                # Every daemon of the scenario, the killed ones and those a
+                # failure left running too: a report fails it whatever else did.
+                reports = []
+                for d in ctx.daemons:
+                    try:
+                        d.check_log()
+                    except Failure as e:
+                        reports.append(str(e))
+                reports = [r for r in reports if r not in entry["result"]]  # the scenario's own stop() saw it
+                if reports:
+                    before = entry["result"].splitlines()[0]
+                    earlier = "" if before == "pass" else f"\n(the scenario had failed too: {before})"
+                    entry["result"] = "FAIL: " + "\n".join(reports) + earlier
                 for r in ctx.redis:
                     r.stop()
                 for m in ctx.mounts:
