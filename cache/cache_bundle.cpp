@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "cache/little_endian.h"
 #include "core/hex.h"
 
 namespace kjit {
@@ -15,19 +16,6 @@ constexpr size_t k_offset_format = 8;
 constexpr size_t k_offset_entry_format = 12;
 constexpr uint64_t k_end_body_bytes = 32;
 constexpr std::string_view k_manifest_first_line = "kjit-bundle-manifest";
-
-template <typename T>
-void append_le(std::string& out, T value) {
-  for (size_t i = 0; i < sizeof(T); ++i) out += static_cast<char>((value >> (8 * i)) & 0xff);
-}
-
-template <typename T>
-T load_le(std::string_view bytes, size_t offset) {
-  T value = 0;
-  for (size_t i = 0; i < sizeof(T); ++i)
-    value |= static_cast<T>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
-  return value;
-}
 
 std::string_view kind_name(uint32_t kind) {
   switch (static_cast<BundleRecordKind>(kind)) {

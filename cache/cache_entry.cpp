@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "cache/little_endian.h"
 #include "convert/artifact_record.h"
 
 namespace kjit {
@@ -24,19 +25,6 @@ constexpr std::string_view k_corrupt_prefix = "corrupt entry: ";
 
 Error corrupt(std::string_view what) {
   return make_error(ErrorCode::internal, std::string(k_corrupt_prefix) + std::string(what));
-}
-
-template <typename T>
-void store_le(std::string& out, size_t offset, T value) {
-  for (size_t i = 0; i < sizeof(T); ++i) out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
-}
-
-template <typename T>
-T load_le(std::string_view bytes, size_t offset) {
-  T value = 0;
-  for (size_t i = 0; i < sizeof(T); ++i)
-    value |= static_cast<T>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
-  return value;
 }
 
 // Format 2's checksum field: the canonical XXH3-128 of `body`, zero-padded.
