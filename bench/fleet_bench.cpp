@@ -35,8 +35,9 @@ struct Samples {
 
 
 Result<Samples> measure(const std::string& fleet_targets, int workers, int misses, int window_ms,
-                        const std::string& tag) {
+                        const std::string& tag, const std::string& kjitd) {
   test::DaemonOptions options{{"--compile-workers", std::to_string(workers)}};
+  options.kjitd = kjitd;
   options.deadline = std::chrono::seconds(60);
   if (!fleet_targets.empty()) options.config = "[fleet]\ntargets = [" + fleet_targets + "]\n";
   Result<std::unique_ptr<test::DaemonProcess>> daemon = test::DaemonProcess::start(std::move(options));
@@ -64,7 +65,7 @@ Result<Samples> measure(const std::string& fleet_targets, int workers, int misse
   return out;
 }
 
-int run(const std::string& targets, int workers, int misses, int window_ms) {
+int run(const std::string& targets, int workers, int misses, int window_ms, const std::string& kjitd) {
   // A target list as TOML strings: cuda:80,cuda:100 -> "cuda:80", "cuda:100".
   std::string fleet = "\"cuda:90\"";
   size_t at = 0;
@@ -75,9 +76,9 @@ int run(const std::string& targets, int workers, int misses, int window_ms) {
     if (comma == std::string::npos) break;
     at = comma + 1;
   }
-  Result<Samples> idle = measure("", workers, misses, window_ms, "v");
+  Result<Samples> idle = measure("", workers, misses, window_ms, "v", kjitd);
   if (!idle) return std::fprintf(stderr, "kjit_bench_fleet: idle daemon: %s\n", idle.error().message.c_str()), 1;
-  Result<Samples> busy = measure(fleet, workers, misses, window_ms, "v");
+  Result<Samples> busy = measure(fleet, workers, misses, window_ms, "v", kjitd);
   if (!busy) return std::fprintf(stderr, "kjit_bench_fleet: fleet daemon: %s\n", busy.error().message.c_str()), 1;
 
   std::printf("fleet: [%s], %d compile workers, %d misses, hits for %d ms after each\n", fleet.c_str(), workers,
@@ -113,6 +114,8 @@ int main(int argc, char** argv) {
   app.add_option("--misses", misses, "misses per daemon")->check(CLI::Range(1, 100000));
   app.add_option("--hit-window-ms", window_ms, "how long hits are measured after each miss")
       ->check(CLI::Range(1, 600000));
+  std::string kjitd;
+  app.add_option("--kjitd", kjitd, "the kjitd to run (default: this build's); a copy is safe from relinks");
   CLI11_PARSE(app, argc, argv);
-  return kjit::bench::run(targets, workers, misses, window_ms);
+  return kjit::bench::run(targets, workers, misses, window_ms, kjitd);
 }

@@ -115,7 +115,11 @@ Result<Artifact> CachedCompiler::run(const CompileJob& job, const CompilePlan& p
   // The namespace only keeps PCHs of the request's own headers apart by
   // tenant (a worker's; this process keeps none); plan.key, derived
   // without it, is what the cache files the artifact under.
-  return workers_ ? workers_->run(job, plan, scope.ns, abandoned) : pipeline_->run(job, plan, scope.ns);
+  // A fleet build runs in a background worker: at the lowest CPU priority,
+  // it leaves the cores to clients' compiles and hits that come meanwhile.
+  return workers_ ? workers_->run(job, plan, scope.ns, abandoned,
+                                  scope.fleet ? CompilePriority::background : CompilePriority::client)
+                  : pipeline_->run(job, plan, scope.ns);
 }
 
 bool CachedCompiler::abandoned(const std::string& stored_key) const {

@@ -17,6 +17,7 @@
 #include "server/config/pipeline_setup.h"
 #include "server/workers/worker_confinement.h"
 #include "server/workers/worker_output.h"
+#include "server/workers/worker_priority.h"
 #include "server/workers/worker_protocol.h"
 
 namespace kjit {
@@ -81,16 +82,25 @@ void set_pch_counts(worker::Outcome& outcome, const NvrtcPchCounts& before) {
 }
 
 // Runs the plan the daemon derived: the worker derives no key of its own.
-worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire, const DaemonConfig& config) {
+worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire, const DaemonConfig& config,
+                        const WorkerClass& mine) {
   Result<WorkerJob> job = from_worker_job(wire, config);
   if (!job) return failure(job.error());
+  // The pool never sends a job of the other kind; refused all the same, so
+  // that the one kind of worker that may start programs parses no CUDA C++
+  // or LLVM IR, and a Tile IR job never fails obscurely on a refused execve.
+  if (worker_class_for(job->job, mine.background).tileir != mine.tileir)
+    return failure(make_error(ErrorCode::internal, "compile worker: a " + mine.name() +
+                                                       " worker was sent a job of another class (" +
+                                                       job->job.input_name + ")"));
   Result<Artifact> artifact = pipeline.run(job->job, job->plan, job->caller_namespace);
   if (std::optional<Error> crossed = bound_crossed_by(artifact, config.compile_bounds)) return failure(*crossed, true);
   if (!artifact) return failure(artifact.error());
   return artifact_outcome(std::move(artifact.value()));
 }
 
-int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& config, const std::string& work_dir) {
+int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& config, const std::string& work_dir,
+               const WorkerClass& mine) {
   std::string bytes;
   while (true) {
     switch (read_frame(fd, bytes, std::nullopt)) {
@@ -107,7 +117,7 @@ int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& conf
     const NvrtcPchCounts pch_before = nvrtc_pch_counts();
     worker::Job job;
     worker::Outcome outcome = job.ParseFromString(bytes)
-                                  ? compile(pipeline, job, config)
+                                  ? compile(pipeline, job, config, mine)
                                   : failure(make_error(ErrorCode::internal, "compile worker: a job does not parse"));
     set_pch_counts(outcome, pch_before);
     empty_directory(work_dir);
@@ -128,7 +138,8 @@ Result<WorkerSetup> read_worker_setup(int fd) {
   worker::Setup setup;
   if (read_frame(fd, bytes, std::nullopt) != FrameRead::ok || !setup.ParseFromString(bytes))
     return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
-  WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt};
+  WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt,
+                  WorkerClass{setup.tileir(), setup.background()}};
   if (setup.toolkits_handed()) {
     out.toolkits.emplace();
     for (const worker::ToolkitHome& toolkit : setup.toolkits()) {
@@ -154,6 +165,18 @@ Result<WorkerSetup> read_worker_setup(int fd) {
 }
 
 int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int fd) {
+  // First, while this is the process's one thread: threads started later
+  // (by the toolchains) inherit the priority, and loading them already
+  // yields to clients.
+  std::string priority;
+  if (setup.worker_class.background) {
+    Result<std::string> lowered = lower_to_background_priority();
+    if (!lowered) {
+      spdlog::error("compile worker: {}", lowered.error().message);
+      return 3;
+    }
+    priority = ", CPU priority " + *lowered;
+  }
   auto pipeline = make_compile_pipeline(config, setup.toolkits ? &*setup.toolkits : nullptr);
   if (!pipeline) {
     spdlog::error("{}", pipeline.error().message);
@@ -171,7 +194,7 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
   allow_hiprtc_in_this_process();
   std::string confinement = "unconfined (sandbox = \"off\")";
   if (config.sandbox != "off") {
-    Result<std::string> confined = confine_worker(config, **pipeline, setup.private_dir);
+    Result<std::string> confined = confine_worker(config, **pipeline, setup.private_dir, setup.worker_class);
     if (!confined) {
       spdlog::error("compile worker: cannot confine itself: {}", confined.error().message);
       return 3;
@@ -184,9 +207,9 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
     return 3;
   }
   worker::Ready ready;
-  ready.set_confinement(confinement + "; bounds: " + *bounded);
+  ready.set_confinement(confinement + "; bounds: " + *bounded + "; class: " + setup.worker_class.name() + priority);
   if (Status sent = write_frame(fd, ready); !sent) return 1;
-  return serve_jobs(**pipeline, fd, config, work_dir);
+  return serve_jobs(**pipeline, fd, config, work_dir, setup.worker_class);
 }
 
 }  // namespace kjit

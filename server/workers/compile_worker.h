@@ -11,16 +11,18 @@
 
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
+#include "server/workers/worker_class.h"
 #include "server/workers/worker_launch.h"
 
 namespace kjit {
 
 // The first message from the daemon: its configuration file's text (empty
-// when it runs without one), the file's path, and the worker's private
-// directory.
+// when it runs without one), the file's path, the worker's private
+// directory and its class (what it may run, its CPU priority).
 struct WorkerSetup {
   std::string config_text, config_path, private_dir;
   std::optional<std::vector<ToolkitHome>> toolkits;  // the daemon's discovery; nullopt: discover
+  WorkerClass worker_class;
 };
 Result<WorkerSetup> read_worker_setup(int fd);
 

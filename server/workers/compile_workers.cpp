@@ -177,14 +177,12 @@ void CompileWorkers::warm() {
     warm_wanted_.wait(lock, [&] { return !keep_ready_ || stopping_ || (!warm_failed_ && live_ < options_.max_workers); });
     if (!keep_ready_ || stopping_) return;
     // Spawned under the lock, as acquire does (no socketpair leaks into it).
-    Result<Worker> worker = spawn();
+    Result<Worker> worker = spawn(WorkerClass{});
     if (!worker) {
       warm_failed_ = true;
       spdlog::warn("{}; workers start with compiles from now on", worker.error().message);
       continue;
     }
-    ++live_;
-    ++counters_.started;
     ++starting_;
     busy_.push_back(worker->pid);
     lock.unlock();
@@ -199,7 +197,7 @@ void CompileWorkers::warm() {
     }
     std::erase(busy_, worker->pid);
     idle_.push_back(*worker);
-    freed_.notify_one();
+    freed_.notify_all();  // whoever waits for a general worker; others wait on
   }
 }
 
@@ -232,7 +230,7 @@ size_t CompileWorkers::busy_workers() const {
   return busy_.size() - starting_;  // keep_ready's starts are in busy_ too, for no compile
 }
 
-Result<CompileWorkers::Worker> CompileWorkers::spawn() {
+Result<CompileWorkers::Worker> CompileWorkers::spawn(const WorkerClass& worker_class) {
   const auto began = std::chrono::steady_clock::now();
   Result<std::string> private_dir = make_private_dir();
   if (!private_dir) return private_dir.error();
@@ -283,7 +281,10 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn() {
     return make_error(ErrorCode::internal, std::string("compile worker: cannot start: ") + std::strerror(spawned));
   }
   private_dirs_.insert(*private_dir);
-  return Worker{pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}};
+  ++live_;
+  ++live_by_class_[worker_class.index()];
+  ++counters_.started;
+  return Worker{worker_class, pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}};
 }
 
 void CompileWorkers::hand_toolkits(std::vector<ToolkitHome> toolkits) {
@@ -299,6 +300,8 @@ Status CompileWorkers::await_ready(Worker& worker) {
   setup.set_config_text(options_.launch.config_text);
   setup.set_config_path(options_.launch.config_path);
   setup.set_private_dir(worker.private_dir);
+  setup.set_tileir(worker.worker_class.tileir);
+  setup.set_background(worker.worker_class.background);
   if (options_.launch.toolkits_from_daemon) {
     // The worker loads its binary meanwhile, which takes longer than the
     // daemon's discovery: this wait is seldom a wait at all.
@@ -341,6 +344,7 @@ Status CompileWorkers::await_ready(Worker& worker) {
   spdlog::debug("compile worker {} ready in {} ms, {}", worker.pid, start_time.count() / 1000.0, ready.confinement());
   std::lock_guard lock(mutex_);
   last_start_ = StartReport{ready.confinement(), start_time, last_start_.started + 1};
+  if (worker.worker_class == WorkerClass{}) last_client_start_ = last_start_;
   return Ok{};
 }
 
@@ -355,12 +359,68 @@ void CompileWorkers::stop() {
   toolkits_handed_.notify_all();
 }
 
-Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool()>& abandoned,
+size_t CompileWorkers::max_tileir_workers() const { return std::max<size_t>(1, options_.max_workers / 2); }
+
+size_t CompileWorkers::tileir_live() const {
+  return live_by_class_[WorkerClass{true, false}.index()] + live_by_class_[WorkerClass{true, true}.index()];
+}
+
+bool CompileWorkers::may_start(const WorkerClass& wanted) const {
+  if (live_ >= options_.max_workers) return false;
+  if (!wanted.tileir) return true;
+  return tileir_live() < max_tileir_workers();
+}
+
+std::vector<CompileWorkers::Worker>::iterator CompileWorkers::idle_to_retire(const WorkerClass& wanted) {
+  const size_t tileir = tileir_live();
+  // idle_ is in the order the workers became ready: the first is idle longest.
+  return std::find_if(idle_.begin(), idle_.end(), [&](const Worker& w) {
+    if (w.worker_class == wanted) return false;
+    // Ending it must leave room for one more of the class.
+    if (live_ - 1 >= options_.max_workers) return false;
+    return !wanted.tileir || tileir - (w.worker_class.tileir ? 1 : 0) < max_tileir_workers();
+  });
+}
+
+Result<CompileWorkers::Worker> CompileWorkers::acquire(const WorkerClass& wanted,
+                                                       const std::function<bool()>& abandoned,
                                                        const std::string& header_set) {
   std::unique_lock lock(mutex_);
-  // A worker keep_ready is starting started before this compile came: it
-  // is ready sooner than one started now.
-  while (!stopping_ && idle_.empty() && (live_ >= options_.max_workers || starting_ > 0)) {
+  std::optional<Worker> retired;  // an idle worker of another class, ended to make room
+  for (;;) {
+    if (stopping_) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
+    // idle_ is in the order the workers became ready. Without a header set
+    // the latest of the class (its memory is the warmest); with one, the
+    // latest that compiled it, else the one ready longest.
+    auto mine = [&wanted](const Worker& w) { return w.worker_class == wanted; };
+    auto latest = std::find_if(idle_.rbegin(), idle_.rend(), mine);
+    if (latest != idle_.rend()) {
+      auto chosen = std::prev(latest.base());
+      if (!header_set.empty()) {
+        auto knows = [&](const Worker& w) {
+          return mine(w) && std::find(w.header_sets.begin(), w.header_sets.end(), header_set) != w.header_sets.end();
+        };
+        auto known = std::find_if(idle_.rbegin(), idle_.rend(), knows);
+        chosen = known != idle_.rend() ? std::prev(known.base()) : std::find_if(idle_.begin(), idle_.end(), mine);
+      }
+      Worker worker = std::move(*chosen);
+      idle_.erase(chosen);
+      busy_.push_back(worker.pid);
+      return worker;
+    }
+    // A worker keep_ready is starting (a general one for clients) started
+    // before this compile came: it is ready sooner than one started now.
+    const bool warm_start_coming = wanted == WorkerClass{} && starting_ > 0;
+    if (!warm_start_coming) {
+      if (may_start(wanted)) break;
+      if (auto victim = idle_to_retire(wanted); victim != idle_.end()) {
+        retired = std::move(*victim);
+        idle_.erase(victim);
+        --live_;
+        --live_by_class_[retired->worker_class.index()];
+        break;
+      }
+    }
     if (!abandoned) {
       freed_.wait(lock);
       continue;
@@ -372,35 +432,25 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire(const std::function<bool(
     if (gone) return make_error(ErrorCode::cancelled, std::string(k_abandoned_message));
     freed_.wait_for(lock, k_abandoned_poll);
   }
-  if (stopping_) return make_error(ErrorCode::unavailable, "kjitd is shutting down");
-  Result<Worker> worker = make_error(ErrorCode::internal, "no worker");
-  if (!idle_.empty()) {
-    // idle_ is in the order the workers became ready. Without a header set
-    // the latest (its memory is the warmest); with one, the latest that
-    // compiled it, else the one ready longest.
-    auto chosen = std::prev(idle_.end());
-    if (!header_set.empty()) {
-      auto knows = [&header_set](const Worker& w) {
-        return std::find(w.header_sets.begin(), w.header_sets.end(), header_set) != w.header_sets.end();
-      };
-      auto known = std::find_if(idle_.rbegin(), idle_.rend(), knows);
-      chosen = known != idle_.rend() ? std::prev(known.base()) : idle_.begin();
-    }
-    worker = std::move(*chosen);
-    idle_.erase(chosen);
-    busy_.push_back(worker->pid);
-    return worker;
-  }
   // Spawned under the lock: no other socketpair is open in this process
   // while a worker is started, so none leaks into it. Its start-up (loading
   // the toolchains, confining itself) is awaited outside it, so the pool,
   // the status and a shutdown never wait on a worker getting ready.
-  worker = spawn();
-  if (!worker) return worker;
-  ++live_;
-  ++counters_.started;
-  busy_.push_back(worker->pid);
+  Result<Worker> worker = spawn(wanted);
+  if (worker) busy_.push_back(worker->pid);
   lock.unlock();
+  if (retired) {
+    // It reads the closed socket and exits; nothing of it is lost but its PCHs.
+    end_of(*retired, /*kill_first=*/false);
+    std::lock_guard relock(mutex_);
+    private_dirs_.erase(retired->private_dir);
+  }
+  if (!worker) {
+    // The retired worker's place is free again, for keep_ready or a waiting compile.
+    freed_.notify_all();
+    warm_wanted_.notify_one();
+    return worker;
+  }
   if (Status ready = await_ready(*worker); !ready) return ready.error();
   {
     std::lock_guard relock(mutex_);
@@ -416,7 +466,7 @@ void CompileWorkers::release(Worker worker) {
     std::erase(busy_, worker.pid);
     idle_.push_back(worker);
   }
-  freed_.notify_one();
+  freed_.notify_all();  // the compiles waiting may want another class; each looks
 }
 
 CompileWorkers::WorkerEnd CompileWorkers::end_of(const Worker& worker, bool kill_first) const {
@@ -443,9 +493,10 @@ CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first
   {
     std::lock_guard lock(mutex_);
     --live_;
+    --live_by_class_[worker.worker_class.index()];
     private_dirs_.erase(worker.private_dir);
   }
-  freed_.notify_one();
+  freed_.notify_all();
   warm_wanted_.notify_one();  // keep_ready replaces it
   return end;
 }
@@ -465,6 +516,9 @@ WorkerCounters CompileWorkers::counters() const {
     std::lock_guard lock(mutex_);
     out = counters_;
     out.live = live_;
+    for (size_t index = 0; index < k_worker_class_count; ++index)
+      if (live_by_class_[index] > 0)
+        out.live_by_class[WorkerClass::of_index(index).name()] = live_by_class_[index];
     dirs = private_dirs_;
   }
   // Read from the files, outside the lock: a worker writes and evicts its
@@ -475,13 +529,18 @@ WorkerCounters CompileWorkers::counters() const {
 
 CompileWorkers::StartReport CompileWorkers::last_start() const {
   std::lock_guard lock(mutex_);
-  return last_start_;
+  if (last_client_start_.confinement.empty()) return last_start_;
+  StartReport report = last_client_start_;
+  report.started = last_start_.started;
+  return report;
 }
 
 Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan,
-                                     std::string_view caller_namespace, const std::function<bool()>& abandoned) {
+                                     std::string_view caller_namespace, const std::function<bool()>& abandoned,
+                                     CompilePriority priority) {
   const std::string header_set = affinity_key(job, plan, caller_namespace);
-  Result<Worker> worker = acquire(abandoned, header_set);
+  const WorkerClass worker_class = worker_class_for(job, priority == CompilePriority::background);
+  Result<Worker> worker = acquire(worker_class, abandoned, header_set);
   if (!worker) return worker.error();
   if (abandoned && abandoned()) {  // while its worker started: the worker is fine
     release(*worker);

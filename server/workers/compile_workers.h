@@ -4,6 +4,13 @@
 // that crashes (LLVM's aborts, a plugin's segfault), crosses a bound or
 // outlives the compile time bound is reaped and replaced; the request gets a
 // clear error with the worker's last words, and the daemon goes on.
+//
+// Workers come in classes (worker_class.h): a job runs only in a worker of
+// its own class. General workers (every input but Tile IR) may run no
+// program; Tile IR workers may run tileiras and its ptxas, and are started
+// only when a Tile IR job comes, at most half the pool (at least one).
+// Background compiles (fleet builds) run in workers of their own at the
+// lowest CPU priority. Every class counts against the same max_workers.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +33,7 @@
 #include "core/artifact.h"
 #include "core/compile_job.h"
 #include "server/config/daemon_config.h"
+#include "server/workers/worker_class.h"
 #include "server/workers/worker_launch.h"
 #include "pipeline/compile_pipeline.h"
 #include "server/workers/worker_output.h"
@@ -45,6 +54,8 @@ struct WorkerCounters {
   // the compile went away), "shutdown" (stop()).
   std::map<std::string, uint64_t> kills;
   uint64_t live = 0;  // idle and busy now
+  // The live workers by class (WorkerClass::name): classes with workers only.
+  std::map<std::string, uint64_t> live_by_class;
   // The workers' automatic precompiled headers (nvrtc_pch.h), as their
   // answers reported them: compiles that used one, PCH files written,
   // compiles that did without one they wanted, files evicted, and compiles
@@ -55,11 +66,15 @@ struct WorkerCounters {
   uint64_t pch_bytes = 0;
 };
 
+// Who waits for a compile: a client, or nobody (a fleet build), whose
+// compile runs in a background worker at the lowest CPU priority.
+enum class CompilePriority { client, background };
+
 class CompileWorkers {
  public:
   struct Options {
     WorkerLaunch launch;
-    size_t max_workers = 2;                     // compiles at once; more wait for a worker
+    size_t max_workers = 2;                     // workers live, of every class; more compiles wait for one
     std::chrono::milliseconds timeout{300'000};  // a compile longer than this is stopped
     // The bounds each worker applies to itself (it reads them from the same
     // configuration); here to name the bound a dead worker crossed.
@@ -82,8 +97,13 @@ class CompileWorkers {
   // (cancelled, or past its deadline); it is polled while the compile waits
   // for a worker and while it runs, and when it turns true the worker is
   // killed (and replaced as usual) and the answer is ErrorCode::cancelled.
+  // The job runs in a worker of its class (worker_class_for): when none is
+  // idle and max_workers live, an idle worker of another class is ended to
+  // make room; a compile waits only while every worker is busy (or, for a
+  // Tile IR job, while the Tile IR workers' bound is reached and all busy).
   Result<Artifact> run(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace,
-                       const std::function<bool()>& abandoned = {});
+                       const std::function<bool()>& abandoned = {},
+                       CompilePriority priority = CompilePriority::client);
 
   size_t live_workers() const;
   // Started and waiting for a compile; running one (or starting for one).
@@ -91,8 +111,9 @@ class CompileWorkers {
   size_t busy_workers() const;
   WorkerCounters counters() const;
 
-  // How the most recently started worker said it is confined, and how long
-  // it took to get ready; empty before the first worker.
+  // How the most recently started general worker for clients said it is
+  // confined (that of the latest worker of any class before one started),
+  // and how long it took to get ready; empty before the first worker.
   struct StartReport {
     std::string confinement;
     std::chrono::microseconds start_time{0};
@@ -104,7 +125,8 @@ class CompileWorkers {
   // refuses new ones: a shutting-down daemon does not wait out a compile.
   void stop();
 
-  // From now on the pool keeps max_workers workers started and ready, on a
+  // From now on the pool keeps max_workers workers started and ready (general
+  // ones for clients; a worker of another class takes one's place), on a
   // thread of its own: at once, and again whenever one ends (a crash, a
   // bound, a kill), so a compile finds a ready worker instead of waiting
   // for one to start and confine itself. A worker that fails to start stops
@@ -119,6 +141,7 @@ class CompileWorkers {
 
  private:
   struct Worker {
+    WorkerClass worker_class;
     pid_t pid = -1;
     int fd = -1;  // the daemon's end of the socketpair
     std::shared_ptr<WorkerOutput> output;  // its stderr
@@ -128,11 +151,22 @@ class CompileWorkers {
     // recent last: its precompiled headers are of these.
     std::vector<std::string> header_sets;
   };
-  // A ready worker, started if none is ready and fewer than max_workers
-  // live. Among ready workers, one that compiled `header_set` lately
-  // (empty: none wanted), else the one ready longest, so that header sets
-  // spread over the workers; a compile never waits while any is ready.
-  Result<Worker> acquire(const std::function<bool()>& abandoned, const std::string& header_set);
+  // A ready worker of `wanted`'s class, started if none is ready and the
+  // class may have one more (fewer than max_workers live, or an idle worker
+  // of another class to end). Among ready workers, one that compiled
+  // `header_set` lately (empty: none wanted), else the one ready longest, so
+  // that header sets spread over the workers; a compile never waits while
+  // one of its class is ready.
+  Result<Worker> acquire(const WorkerClass& wanted, const std::function<bool()>& abandoned,
+                         const std::string& header_set);
+  // Under mutex_: whether a worker of `wanted`'s class may start besides
+  // those live (the pool's bound and the Tile IR workers' bound); the idle
+  // worker of another class to end for one (the one idle longest), else
+  // idle_.end().
+  bool may_start(const WorkerClass& wanted) const;
+  std::vector<Worker>::iterator idle_to_retire(const WorkerClass& wanted);
+  size_t max_tileir_workers() const;
+  size_t tileir_live() const;  // under mutex_
   void release(Worker worker);
   // How a worker process ended: killed by a signal (a crash, or our kill),
   // or exited on its own (a failed start-up).
@@ -149,9 +183,10 @@ class CompileWorkers {
   WorkerEnd discard(Worker worker, bool kill_first);
   // Why a discarded worker ended: "crashed", or a kill's cause (WorkerCounters).
   void count_end(const std::string& cause);
-  // Starts the process (under mutex_); await_ready then sends its setup and
-  // waits for its Ready, and discards it when it does not come.
-  Result<Worker> spawn();
+  // Starts the process (under mutex_) and counts it live; await_ready then
+  // sends its setup and waits for its Ready, and discards it when it does
+  // not come.
+  Result<Worker> spawn(const WorkerClass& worker_class);
   Status await_ready(Worker& worker);
   bool stopping() const;
   // keep_ready's thread: starts workers while fewer than max_workers live.
@@ -164,12 +199,14 @@ class CompileWorkers {
   std::condition_variable freed_;
   std::vector<Worker> idle_;
   size_t live_ = 0;  // idle and busy
+  std::array<size_t, k_worker_class_count> live_by_class_{};  // by WorkerClass::index
   std::vector<pid_t> busy_;
   std::set<std::string> private_dirs_;  // of every live worker, for pch_bytes
   std::optional<std::vector<ToolkitHome>> handed_toolkits_;  // hand_toolkits
   std::condition_variable toolkits_handed_;
   bool stopping_ = false;
-  StartReport last_start_;
+  StartReport last_start_;         // of any class
+  StartReport last_client_start_;  // of the general class for clients
   WorkerCounters counters_;  // live is live_
   // keep_ready: whether it was asked, whether a start failed since, the thread.
   bool keep_ready_ = false;

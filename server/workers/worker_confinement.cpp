@@ -38,7 +38,7 @@ std::set<std::string> loaded_library_dirs() {
 }  // namespace
 
 SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePipeline& pipeline,
-                                    const std::string& private_dir) {
+                                    const std::string& private_dir, const WorkerClass& worker_class) {
   SandboxPolicy policy;
   std::set<std::string> read_only(std::begin(k_system_read_only), std::end(k_system_read_only));
   // Toolkits: their libraries and the headers every CUDA C++ compile sees.
@@ -52,12 +52,13 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
   for (const std::string& path : config.plugins) read_only.insert(std::filesystem::absolute(path).string());
   for (const std::string& path : config.llvm_pass_plugins) read_only.insert(std::filesystem::absolute(path).string());
   for (const std::string& dir : loaded_library_dirs()) read_only.insert(dir);
-  // tileiras is a program that loads libnvvm from its wheel and runs the ptxas beside it: the wheel is readable,
-  // and those two files (and their loader) are the only things a worker may run. Without tileiras, nothing is.
   policy.read_only.assign(read_only.begin(), read_only.end());
   policy.read_write = {private_dir, "/dev/null"};
-  // Located, not run: a worker's start runs no program.
-  if (const std::optional<TileirasLocation> tileiras = tileiras_location()) allow_tileiras(policy, *tileiras);
+  // tileiras is a program that loads libnvvm from its wheel and runs the ptxas beside it: a Tile IR worker may read
+  // the wheel and run those two files (and their loader), nothing else. Any other worker, or one without tileiras,
+  // runs nothing. Located, not run: a worker's start runs no program.
+  if (worker_class.tileir)
+    if (const std::optional<TileirasLocation> tileiras = tileiras_location()) allow_tileiras(policy, *tileiras);
   return policy;
 }
 
@@ -68,8 +69,15 @@ void allow_tileiras(SandboxPolicy& policy, const TileirasLocation& tileiras) {
 }
 
 Result<std::string> confine_worker(const DaemonConfig& config, const CompilePipeline& pipeline,
-                                   const std::string& private_dir) {
-  return confine_this_process(worker_sandbox_policy(config, pipeline, private_dir));
+                                   const std::string& private_dir, const WorkerClass& worker_class) {
+  const SandboxPolicy policy = worker_sandbox_policy(config, pipeline, private_dir, worker_class);
+  // tileiras is asked what it is on the first Tile IR job, after this: its
+  // search lists directories (the wheel paths, the project's prefix) the
+  // confined worker may not read, so it is pinned to the program found now.
+  if (worker_class.tileir)
+    if (const std::optional<TileirasLocation> tileiras = tileiras_location())
+      set_tileiras_search(TileirasSearch{.configured = tileiras->path});
+  return confine_this_process(policy);
 }
 
 Result<std::string> check_worker_confinement(const DaemonConfig& config) {
@@ -85,14 +93,21 @@ Result<std::string> check_worker_confinement(const DaemonConfig& config) {
                           "; kjitd needs Landlock and seccomp). Run on a kernel with Landlock enabled, or set "
                           "sandbox = \"off\" (or --sandbox off) to run unconfined");
   std::string text = "landlock: each compile worker confines itself with " + support.describe() +
-                     " to the toolkits, system libraries, its plugins and a private temporary directory";
-  // What the workers of this configuration may run: tileiras and its ptxas when Tile IR can be compiled.
+                     " to the toolkits, system libraries, its plugins and a private temporary directory; "
+                     "general workers (every input but Tile IR) run no program: seccomp refuses execve";
+  // What the Tile IR workers of this configuration may run: tileiras and its ptxas when Tile IR can be compiled.
+  // Located as their sandbox locates them, not run: asking tileiras what it is takes three runs of it, which a
+  // daemon's start (and the workers it starts first) should not wait for; the first Tile IR request asks.
   set_tileiras_search(tileiras_search_of(config));
-  const Result<TileirasToolchain>& tileiras = tileiras_toolchain();
-  if (!tileiras) return text + "; they run no program (no tileiras: Tile IR unavailable)";
-  return text + "; for Tile IR they may run exactly " + tileiras->path + " and " + tileiras->ptxas +
-         " (read-only " + tileiras->root + "), which run inside the same confinement and bounds, killed with "
-         "the worker's process group";
+  const std::optional<TileirasLocation> tileiras = tileiras_location();
+  if (!tileiras) text += "; no Tile IR workers (no tileiras: Tile IR unavailable)";
+  else
+    text += "; Tile IR workers, started on demand (at most half the workers, at least one) and running Tile IR "
+            "jobs only: for Tile IR they may run exactly " + tileiras->path + " and " + tileiras->ptxas +
+            " (read-only " + tileiras->root + "), which run inside the same confinement and bounds, killed with "
+            "the worker's process group";
+  return text + "; fleet builds run in background workers of either class, at the lowest CPU priority "
+                "(SCHED_IDLE)";
 }
 
 }  // namespace kjit

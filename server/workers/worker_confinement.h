@@ -1,7 +1,8 @@
 // What a compile worker may touch once confined, derived from the daemon's
-// configuration and the pipeline it built: the toolchains, the system
-// libraries, its plugins, and its own private directory. The daemon checks
-// at start that the kernel can confine workers at all.
+// configuration, the pipeline it built and the worker's class: the
+// toolchains, the system libraries, its plugins, its own private directory
+// and, for a Tile IR worker only, tileiras. The daemon checks at start that
+// the kernel can confine workers at all.
 #pragma once
 
 #include <string>
@@ -9,12 +10,16 @@
 #include "backends/tileiras/tileiras.h"
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
+#include "server/workers/worker_class.h"
 #include "server/workers/worker_sandbox.h"
 
 namespace kjit {
 
+// A Tile IR worker's policy adds tileiras (allow_tileiras) where it is
+// installed; every other worker's names no executable, so its seccomp
+// filter refuses execve.
 SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePipeline& pipeline,
-                                    const std::string& private_dir);
+                                    const std::string& private_dir, const WorkerClass& worker_class);
 
 // What running tileiras adds to a worker's policy: its wheel (bin/, lib/
 // with libnvvm, nvvm/) readable, and tileiras and the ptxas it starts the
@@ -25,11 +30,12 @@ void allow_tileiras(SandboxPolicy& policy, const TileirasLocation& tileiras);
 // Confines the calling worker process to worker_sandbox_policy; what was
 // applied, in one line.
 Result<std::string> confine_worker(const DaemonConfig& config, const CompilePipeline& pipeline,
-                                   const std::string& private_dir);
+                                   const std::string& private_dir, const WorkerClass& worker_class);
 
 // The daemon's start-up check: with sandbox = "landlock" the kernel must
 // offer Landlock and seccomp (failed_precondition naming what is missing and
-// the way out); with "off", a warning. Returns how workers will be confined.
+// the way out); with "off", a warning. Returns how workers will be confined,
+// class by class.
 Result<std::string> check_worker_confinement(const DaemonConfig& config);
 
 }  // namespace kjit

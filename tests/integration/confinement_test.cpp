@@ -1,13 +1,16 @@
 // A request never reaches the daemon's host: hostile includes sent straight
 // to a daemon (no client-side resolution) are refused or fail to open, and a
 // pass running inside a confined compile worker can neither read nor write
-// a host file, nor open a socket. A worker that dies is reported with its
-// own last words, and never with another request's.
+// a host file, nor open a socket, nor run a program (only Tile IR workers
+// may run one: tileiras). A worker that dies is reported with its own last
+// words, and never with another request's.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 
 #include "kjit/client.h"
 #include "support/cuda_kernels.h"
@@ -35,6 +38,25 @@ std::string test_pipelines() {
 }
 
 std::string everything_said(const Error& error) { return error.message + "\n" + error.log; }
+
+// The tileiras the daemon's Tile IR workers may run, as its confinement
+// description names it; nullopt when it found none.
+std::optional<std::string> tileiras_named_in(const std::string& description) {
+  const std::string lead = "for Tile IR they may run exactly ";
+  const size_t at = description.find(lead);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t from = at + lead.size();
+  return description.substr(from, description.find(" and ", from) - from);
+}
+
+// A request whose pass, in a general worker (LLVM IR input), tries to run
+// `program`.
+CompileRequest exec_probe(const std::string& program) {
+  auto request = llvm_request(k_llvm_vadd, "cuda:90");
+  request.pipeline = "probe";
+  request.pass_args = {{"host-probe.exec", program}};
+  return request;
+}
 
 // The daemons of the tests: one worker, so that the tests that follow one
 // request with another have the second run where the first ran.
@@ -143,6 +165,24 @@ TEST_F(ConfinementTest, AWorkerCannotReadWriteOrConnectOnTheHost) {
   EXPECT_FALSE(fs::exists(written));
 }
 
+// Seccomp refuses execve in a general worker (EPERM) before Landlock is
+// asked (which would say EACCES): no program runs, tileiras included where
+// it is installed, which only Tile IR workers may run.
+TEST_F(ConfinementTest, AGeneralWorkerCannotRunAnyProgram) {
+  auto status = client().status();
+  ASSERT_TRUE(status) << status.error().message;
+  std::vector<std::string> programs = {"/bin/true"};
+  if (std::optional<std::string> tileiras = tileiras_named_in(status->confinement)) programs.push_back(*tileiras);
+  for (const std::string& program : programs) {
+    auto answer = client().compile(exec_probe(program));
+    ASSERT_FALSE(answer) << program;
+    const std::string said = everything_said(answer.error());
+    EXPECT_NE(said.find("exec " + program + ": Operation not permitted"), std::string::npos) << said;
+  }
+  EXPECT_NE(status->confinement.find("general workers (every input but Tile IR) run no program"), std::string::npos)
+      << status->confinement;
+}
+
 TEST_F(ConfinementTest, AWorkerCannotReadTheDaemonsFilesOrTheSystemsConfiguration) {
   // Beside the daemon's socket, as its configuration and cache would be.
   const fs::path daemons = fs::path(daemon_->socket_path()).parent_path() / "daemon-private.toml";
@@ -223,11 +263,49 @@ TEST_F(ConfinementTest, WithoutConfinementTheSameAttacksReachTheFile) {
 
   auto probe = llvm_request(k_llvm_vadd, "cuda:90");
   probe.pipeline = "probe";
-  probe.pass_args = {{"host-probe.read", secret_.string()}};
+  probe.pass_args = {{"host-probe.read", secret_.string()}, {"host-probe.exec", "/bin/true"}};
   auto probed = client.compile(probe);
   ASSERT_FALSE(probed);
   EXPECT_NE(everything_said(probed.error()).find("succeeded: #error " + std::string(k_secret)), std::string::npos)
       << everything_said(probed.error());
+  EXPECT_NE(everything_said(probed.error()).find("exec /bin/true: succeeded (status 0)"), std::string::npos)
+      << everything_said(probed.error());
+}
+
+// The other half, where tileiras is installed (found as the daemon finds it,
+// or $KJIT_TILEIRAS): a Tile IR job runs in a Tile IR worker, started for it,
+// which runs tileiras; a general worker of the same daemon still runs
+// nothing, tileiras included.
+TEST(WorkerClasses, ATileIrWorkerRunsTileirasAndAGeneralWorkerOfTheSameDaemonCannot) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  DaemonOptions options = probe_daemon();
+  options.args.back() = "2";  // --compile-workers: a general worker stays beside the Tile IR one
+  if (const char* configured = std::getenv("KJIT_TILEIRAS"); configured && *configured)
+    options.args.insert(options.args.end(), {"--tileiras", configured});
+  TestDaemon daemon(options);
+  Client client(daemon.socket_path());
+  auto status = client.status();
+  ASSERT_TRUE(status) << status.error().message;
+  const std::optional<std::string> tileiras = tileiras_named_in(status->confinement);
+  if (!tileiras) GTEST_SKIP() << "no tileiras installed: " << status->confinement;
+
+  std::ifstream file(source_dir() + "/tests/tileir/data/vector_add.tileirbc", std::ios::binary);
+  CompileRequest tileir;
+  tileir.input_kind = InputKind::tileir;
+  tileir.input.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  tileir.input_name = "vector_add.tileirbc";
+  tileir.target = "cuda:90";
+  ASSERT_FALSE(tileir.input.empty());
+  auto compiled = client.compile(tileir);
+  ASSERT_TRUE(compiled) << everything_said(compiled.error());
+  EXPECT_FALSE(compiled->kernels.empty());
+
+  for (const std::string& program : {std::string("/bin/true"), *tileiras}) {
+    auto answer = client.compile(exec_probe(program));
+    ASSERT_FALSE(answer) << program;
+    const std::string said = everything_said(answer.error());
+    EXPECT_NE(said.find("exec " + program + ": Operation not permitted"), std::string::npos) << said;
+  }
 }
 
 TEST(Confinement, SandboxOffIsAWarningAndSaidInTheStatus) {

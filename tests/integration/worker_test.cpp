@@ -2,15 +2,18 @@
 // one request a clear error, never the daemon.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -77,6 +80,15 @@ pid_t worker_child_of(pid_t parent) {
     for (const auto& [child, child_args] : processes_of(worker)) return child;
   }
   return 0;
+}
+
+// The scheduling policies of the compile workers of `parent`
+// (SCHED_OTHER, SCHED_IDLE), as the kernel has them.
+std::vector<int> worker_policies_of(pid_t parent) {
+  std::vector<int> out;
+  for (const auto& [worker, args] : processes_of(parent))
+    if (args.find("--worker-fd") != std::string::npos) out.push_back(::sched_getscheduler(worker));
+  return out;
 }
 
 // Whether `pid` has ended: no such process, or a zombie (whoever inherited
@@ -302,6 +314,29 @@ TEST(WorkerStart, WorkersAreReadyBeforeTheFirstCompileAndReplacedWhenOneDies) {
   EXPECT_EQ(replaced->workers_started, 3u);
 }
 
+// Through the daemon: a fleet build (the request for the fleet's other
+// target, built in the background) runs in a background worker at
+// SCHED_IDLE, beside the client's general worker.
+TEST(WorkerClasses, FleetBuildsRunInABackgroundWorkerAtTheLowestPriority) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  DaemonOptions options{{"--compile-workers", "2"}};
+  options.config = "[fleet]\ntargets = [\"cuda:90\", \"cuda:80\"]\n";
+  TestDaemon daemon(options);
+  Client client(daemon.socket_path());
+  auto compiled = client.compile(llvm_request(k_llvm_vadd, "cuda:90"));
+  ASSERT_TRUE(compiled) << compiled.error().message;
+  ASSERT_TRUE(eventually([&] {
+    auto status = client.status();
+    return status && status->fleet.compiled + status->fleet.failed >= 1;
+  })) << "the fleet build never ran";
+  auto status = client.status();
+  ASSERT_TRUE(status) << status.error().message;
+  EXPECT_EQ(status->fleet.compiled, 1u) << status->fleet.last_failure;
+  std::vector<int> policies = worker_policies_of(daemon.pid());
+  std::sort(policies.begin(), policies.end());
+  EXPECT_EQ(policies, (std::vector<int>{SCHED_OTHER, SCHED_IDLE})) << "one general worker, one background";
+}
+
 TEST(WorkerConfig, ANegativeWorkerCountIsAConfigurationError) {
   CommandResult r = run_kjitd({}, "compile_workers = -1\n");
   EXPECT_EQ(r.exit_code, 2);
@@ -365,11 +400,12 @@ class InProcessWorkersTest : public ::testing::Test {
     job.pipeline = pipeline;
     return job;
   }
-  Result<Artifact> compile(const std::string& pipeline, const std::function<bool()>& abandoned = {}) {
+  Result<Artifact> compile(const std::string& pipeline, const std::function<bool()>& abandoned = {},
+                           CompilePriority priority = CompilePriority::client) {
     const CompileJob j = job(pipeline);
     Result<CompilePlan> plan = pipeline_->plan(j);
     if (!plan) return plan.error();
-    return workers_->run(j, *plan, /*caller_namespace=*/{}, abandoned);
+    return workers_->run(j, *plan, /*caller_namespace=*/{}, abandoned, priority);
   }
   // True from `after` on: every request waiting went away then.
   static std::function<bool()> abandoned_after(std::chrono::milliseconds after) {
@@ -488,6 +524,38 @@ TEST_F(InProcessWorkersTest, ACompilePastItsTimeBoundIsAKillByTimeout) {
   EXPECT_EQ(counters.kills.at("timeout"), 1u);
   EXPECT_EQ(counters.kills.count("cancelled"), 0u);
   EXPECT_EQ(counters.crashed, 0u);
+}
+
+// A background compile (a fleet build) runs in a worker of its own at the
+// lowest CPU priority, and a client's never does: with one worker allowed,
+// a compile of the other class ends the idle worker and starts its own.
+TEST_F(InProcessWorkersTest, ABackgroundCompileRunsInAWorkerOfItsOwnAtTheLowestPriority) {
+  using Live = std::map<std::string, uint64_t>;
+  Result<Artifact> background = compile("", {}, CompilePriority::background);
+  ASSERT_TRUE(background) << background.error().message;
+  EXPECT_EQ(workers_->counters().live_by_class, (Live{{"general background", 1}}));
+  EXPECT_EQ(worker_policies_of(::getpid()), std::vector<int>{SCHED_IDLE});
+  EXPECT_NE(workers_->last_start().confinement.find("class: general background, CPU priority SCHED_IDLE"),
+            std::string::npos)
+      << workers_->last_start().confinement;
+
+  Result<Artifact> client = compile("");
+  ASSERT_TRUE(client) << client.error().message;
+  WorkerCounters counters = workers_->counters();
+  EXPECT_EQ(counters.live_by_class, (Live{{"general", 1}}));
+  EXPECT_EQ(counters.started, 2u);
+  EXPECT_EQ(worker_policies_of(::getpid()), std::vector<int>{SCHED_OTHER});
+  EXPECT_TRUE(workers_->last_start().confinement.ends_with("class: general")) << workers_->last_start().confinement;
+  // Ended by the pool to make room: neither a crash nor a kill.
+  EXPECT_EQ(counters.crashed, 0u);
+  EXPECT_TRUE(counters.kills.empty());
+
+  // The client's worker is reused; the next background compile starts its own again.
+  ASSERT_TRUE(compile(""));
+  ASSERT_TRUE(compile("", {}, CompilePriority::background));
+  counters = workers_->counters();
+  EXPECT_EQ(counters.started, 3u);
+  EXPECT_EQ(counters.live_by_class, (Live{{"general background", 1}}));
 }
 
 // A toolchain that runs a program of its own (a driver and its assembler):

@@ -1,7 +1,7 @@
 // Example plugin for the confinement tests: passes that do, from inside a
 // compile worker, what a request must never achieve. `host-probe` tries to
-// read a host file, to create one, and to connect to a unix socket, and
-// fails with a diagnostic saying how each attempt ended. `include-injector`
+// read a host file, to create one, to connect to a unix socket and to run a
+// program, and fails with a diagnostic saying how each attempt ended. `include-injector`
 // makes NVRTC itself try to open a host path, by a way no include filter
 // can see (a link in the worker's directory, included by a relative name).
 // `fd-hog` opens /dev/null until no descriptor is left, and keeps them.
@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <kjit/plugin.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -57,6 +59,18 @@ std::string try_connect(const std::string& path) {
   return "connect " + path + ": " + how;
 }
 
+// posix_spawn, not execve: a program that did run must not replace the worker.
+std::string try_exec(const std::string& path) {
+  char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, envp);
+  if (rc != 0) return "exec " + path + ": " + strerror(rc);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return "exec " + path + ": succeeded (status " + std::to_string(status) + ")";
+}
+
 int host_probe(const kjit_pass_input* input, const kjit_pass_output* output) {
   if (std::string path = arg(input, "read"); !path.empty())
     output->diagnostic(output->host, try_read(path).c_str());
@@ -64,6 +78,8 @@ int host_probe(const kjit_pass_input* input, const kjit_pass_output* output) {
     output->diagnostic(output->host, try_write(path).c_str());
   if (std::string path = arg(input, "connect"); !path.empty())
     output->diagnostic(output->host, try_connect(path).c_str());
+  if (std::string path = arg(input, "exec"); !path.empty())
+    output->diagnostic(output->host, try_exec(path).c_str());
   return 1;  // the test reads the diagnostics from the error
 }
 
@@ -101,11 +117,11 @@ int loud_crash(const kjit_pass_input* input, const kjit_pass_output*) {
   std::abort();
 }
 
-const char* const k_probe_args[] = {"read", "write", "connect"};
+const char* const k_probe_args[] = {"read", "write", "connect", "exec"};
 const char* const k_injector_args[] = {"path"};
 const char* const k_note_args[] = {"note"};
 const kjit_pass_desc k_passes[] = {
-    {"host-probe", "1.0", "ptx", "ptx", k_probe_args, 3, host_probe},
+    {"host-probe", "1.0", "ptx", "ptx", k_probe_args, 4, host_probe},
     {"include-injector", "1.0", "cuda-source", "cuda-source", k_injector_args, 1, include_injector},
     {"fd-hog", "1.0", "ptx", "ptx", nullptr, 0, fd_hog},
     {"loud-pass", "1.0", "ptx", "ptx", k_note_args, 1, loud_pass},
