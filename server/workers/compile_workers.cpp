@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 #include <string_view>
 
@@ -62,7 +63,9 @@ std::string describe_exit(int status) {
 // process group of its own, and a program it ran (an assembler) would
 // otherwise outlive the compile, holding the worker's stderr open. Called
 // before the worker is reaped, so the group's id is still its own.
-void kill_worker(pid_t pid) { ::kill(-pid, SIGKILL); }
+void kill_worker(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+}
 
 // Kills (when asked), closes and waits for a worker; its wait status, or
 // nullopt when it could not be reaped.
@@ -174,7 +177,8 @@ void CompileWorkers::keep_ready() {
 void CompileWorkers::warm() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    warm_wanted_.wait(lock, [&] { return !keep_ready_ || stopping_ || (!warm_failed_ && live_ < options_.max_workers); });
+    warm_wanted_.wait(lock,
+                      [&] { return !keep_ready_ || stopping_ || (!warm_failed_ && live() < options_.max_workers); });
     if (!keep_ready_ || stopping_) return;
     // Spawned under the lock, as acquire does (no socketpair leaks into it).
     Result<Worker> worker = spawn(WorkerClass{});
@@ -217,7 +221,7 @@ bool CompileWorkers::stopping() const {
 
 size_t CompileWorkers::live_workers() const {
   std::lock_guard lock(mutex_);
-  return live_;
+  return live();
 }
 
 size_t CompileWorkers::ready_workers() const {
@@ -281,7 +285,6 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn(const WorkerClass& worker_c
     return make_error(ErrorCode::internal, std::string("compile worker: cannot start: ") + std::strerror(spawned));
   }
   private_dirs_.insert(*private_dir);
-  ++live_;
   ++live_by_class_[worker_class.index()];
   ++counters_.started;
   return Worker{worker_class, pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}};
@@ -336,8 +339,8 @@ Status CompileWorkers::await_ready(Worker& worker) {
       return make_error(ErrorCode::unavailable, "kjitd is shutting down");
     }
     count_end(read == FrameRead::timed_out ? "timeout" : "crashed");
-    return make_error(ErrorCode::internal, with_last_output("a compile worker could not start: it " + end.how,
-                                                            end.last_output));
+    return make_error(ErrorCode::internal,
+                      with_last_output("a compile worker could not start: it " + end.how, end.last_output));
   }
   const auto start_time =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - worker.started);
@@ -359,14 +362,20 @@ void CompileWorkers::stop() {
   toolkits_handed_.notify_all();
 }
 
-size_t CompileWorkers::max_tileir_workers() const { return std::max<size_t>(1, options_.max_workers / 2); }
+size_t CompileWorkers::max_tileir_workers() const {
+  return std::max<size_t>(1, options_.max_workers / 2);
+}
+
+size_t CompileWorkers::live() const {
+  return std::accumulate(live_by_class_.begin(), live_by_class_.end(), size_t{0});
+}
 
 size_t CompileWorkers::tileir_live() const {
   return live_by_class_[WorkerClass{true, false}.index()] + live_by_class_[WorkerClass{true, true}.index()];
 }
 
 bool CompileWorkers::may_start(const WorkerClass& wanted) const {
-  if (live_ >= options_.max_workers) return false;
+  if (live() >= options_.max_workers) return false;
   if (!wanted.tileir) return true;
   return tileir_live() < max_tileir_workers();
 }
@@ -377,7 +386,7 @@ std::vector<CompileWorkers::Worker>::iterator CompileWorkers::idle_to_retire(con
   return std::find_if(idle_.begin(), idle_.end(), [&](const Worker& w) {
     if (w.worker_class == wanted) return false;
     // Ending it must leave room for one more of the class.
-    if (live_ - 1 >= options_.max_workers) return false;
+    if (live() - 1 >= options_.max_workers) return false;
     return !wanted.tileir || tileir - (w.worker_class.tileir ? 1 : 0) < max_tileir_workers();
   });
 }
@@ -416,7 +425,6 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire(const WorkerClass& wanted
       if (auto victim = idle_to_retire(wanted); victim != idle_.end()) {
         retired = std::move(*victim);
         idle_.erase(victim);
-        --live_;
         --live_by_class_[retired->worker_class.index()];
         break;
       }
@@ -492,7 +500,6 @@ CompileWorkers::WorkerEnd CompileWorkers::discard(Worker worker, bool kill_first
   WorkerEnd end = end_of(worker, kill_first);
   {
     std::lock_guard lock(mutex_);
-    --live_;
     --live_by_class_[worker.worker_class.index()];
     private_dirs_.erase(worker.private_dir);
   }
@@ -515,10 +522,9 @@ WorkerCounters CompileWorkers::counters() const {
   {
     std::lock_guard lock(mutex_);
     out = counters_;
-    out.live = live_;
+    out.live = live();
     for (size_t index = 0; index < k_worker_class_count; ++index)
-      if (live_by_class_[index] > 0)
-        out.live_by_class[WorkerClass::of_index(index).name()] = live_by_class_[index];
+      if (live_by_class_[index] > 0) out.live_by_class[WorkerClass::of_index(index).name()] = live_by_class_[index];
     dirs = private_dirs_;
   }
   // Read from the files, outside the lock: a worker writes and evicts its
@@ -535,9 +541,8 @@ CompileWorkers::StartReport CompileWorkers::last_start() const {
   return report;
 }
 
-Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan,
-                                     std::string_view caller_namespace, const std::function<bool()>& abandoned,
-                                     CompilePriority priority) {
+Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace,
+                                     const std::function<bool()>& abandoned, CompilePriority priority) {
   const std::string header_set = affinity_key(job, plan, caller_namespace);
   const WorkerClass worker_class = worker_class_for(job, priority == CompilePriority::background);
   Result<Worker> worker = acquire(worker_class, abandoned, header_set);
@@ -590,8 +595,8 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
       const WorkerEnd end = discard(*worker, /*kill_first=*/true);
       if (stopping()) {
         count_end("shutdown");
-        return make_error(ErrorCode::unavailable, "kjitd is shutting down; the compile of " + describe_job(job) +
-                                                      " was stopped");
+        return make_error(ErrorCode::unavailable,
+                          "kjitd is shutting down; the compile of " + describe_job(job) + " was stopped");
       }
       count_end(end.bound ? "bound" : "crashed");
       spdlog::warn("compile worker {} {} while compiling {}", worker->pid, end.how, describe_job(job));
@@ -599,11 +604,11 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
         return make_error(ErrorCode::resource_exhausted,
                           "the compile of " + describe_job(job) + " was stopped: " + *end.bound, end.last_output);
       if (!end.signaled)  // it left by itself: most likely its start-up failed
-        return make_error(ErrorCode::internal,
-                          with_last_output("the compile worker for " + describe_job(job) + " " + end.how +
-                                               " before answering",
-                                           end.last_output),
-                          end.last_output);
+        return make_error(
+            ErrorCode::internal,
+            with_last_output("the compile worker for " + describe_job(job) + " " + end.how + " before answering",
+                             end.last_output),
+            end.last_output);
       return make_error(ErrorCode::internal,
                         with_last_output("the compiler crashed while compiling " + describe_job(job) +
                                              ": its worker process was " + end.how + "; kjitd is unaffected",
@@ -633,8 +638,8 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
     if (std::optional<std::string> bound = bound_crossed(std::nullopt, output + f.message(), options_.bounds)) {
       discard(*worker, /*kill_first=*/true);
       count_end("bound");
-      return make_error(ErrorCode::resource_exhausted, "the compile of " + describe_job(job) + " was stopped: " +
-                                                           *bound + " (" + f.message() + ")",
+      return make_error(ErrorCode::resource_exhausted,
+                        "the compile of " + describe_job(job) + " was stopped: " + *bound + " (" + f.message() + ")",
                         f.log().empty() ? output : f.log() + "\n" + output);
     }
     release(*worker);
@@ -643,8 +648,7 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
   }
   release(*worker);
   Result<Artifact> artifact = from_artifact_outcome(std::move(outcome));
-  if (artifact && artifact->key != plan.key.hex)
-    artifact = make_error(ErrorCode::internal, "it names another key");
+  if (artifact && artifact->key != plan.key.hex) artifact = make_error(ErrorCode::internal, "it names another key");
   if (!artifact)
     return make_error(ErrorCode::internal, "compile worker answered with an unusable artifact (" +
                                                artifact.error().message +

@@ -15,11 +15,11 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,10 +32,10 @@
 
 #include "core/artifact.h"
 #include "core/compile_job.h"
+#include "pipeline/compile_pipeline.h"
 #include "server/config/daemon_config.h"
 #include "server/workers/worker_class.h"
 #include "server/workers/worker_launch.h"
-#include "pipeline/compile_pipeline.h"
 #include "server/workers/worker_output.h"
 
 namespace kjit::worker {
@@ -74,7 +74,7 @@ class CompileWorkers {
  public:
   struct Options {
     WorkerLaunch launch;
-    size_t max_workers = 2;                     // workers live, of every class; more compiles wait for one
+    size_t max_workers = 2;                      // workers live, of every class; more compiles wait for one
     std::chrono::milliseconds timeout{300'000};  // a compile longer than this is stopped
     // The bounds each worker applies to itself (it reads them from the same
     // configuration); here to name the bound a dead worker crossed.
@@ -102,8 +102,7 @@ class CompileWorkers {
   // make room; a compile waits only while every worker is busy (or, for a
   // Tile IR job, while the Tile IR workers' bound is reached and all busy).
   Result<Artifact> run(const CompileJob& job, const CompilePlan& plan, std::string_view caller_namespace,
-                       const std::function<bool()>& abandoned = {},
-                       CompilePriority priority = CompilePriority::client);
+                       const std::function<bool()>& abandoned = {}, CompilePriority priority = CompilePriority::client);
 
   size_t live_workers() const;
   // Started and waiting for a compile; running one (or starting for one).
@@ -143,7 +142,7 @@ class CompileWorkers {
   struct Worker {
     WorkerClass worker_class;
     pid_t pid = -1;
-    int fd = -1;  // the daemon's end of the socketpair
+    int fd = -1;                           // the daemon's end of the socketpair
     std::shared_ptr<WorkerOutput> output;  // its stderr
     std::string private_dir;               // its only writable directory, removed with it
     std::chrono::steady_clock::time_point started;
@@ -167,12 +166,13 @@ class CompileWorkers {
   std::vector<Worker>::iterator idle_to_retire(const WorkerClass& wanted);
   size_t max_tileir_workers() const;
   size_t tileir_live() const;  // under mutex_
+  size_t live() const;         // under mutex_: every class
   void release(Worker worker);
   // How a worker process ended: killed by a signal (a crash, or our kill),
   // or exited on its own (a failed start-up).
   struct WorkerEnd {
     bool signaled = false;
-    std::string how;  // "killed by signal 6 (Aborted)", "exited with status 2"
+    std::string how;                   // "killed by signal 6 (Aborted)", "exited with status 2"
     std::optional<std::string> bound;  // the resource bound it crossed, if that is why it ended
     std::string last_output;           // its last lines on stderr during this job
   };
@@ -198,20 +198,20 @@ class CompileWorkers {
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   std::vector<Worker> idle_;
-  size_t live_ = 0;  // idle and busy
-  std::array<size_t, k_worker_class_count> live_by_class_{};  // by WorkerClass::index
+  // Idle and busy workers, by WorkerClass::index; live() is their sum.
+  std::array<size_t, k_worker_class_count> live_by_class_{};
   std::vector<pid_t> busy_;
-  std::set<std::string> private_dirs_;  // of every live worker, for pch_bytes
+  std::set<std::string> private_dirs_;                       // of every live worker, for pch_bytes
   std::optional<std::vector<ToolkitHome>> handed_toolkits_;  // hand_toolkits
   std::condition_variable toolkits_handed_;
   bool stopping_ = false;
   StartReport last_start_;         // of any class
   StartReport last_client_start_;  // of the general class for clients
-  WorkerCounters counters_;  // live is live_
+  WorkerCounters counters_;        // live is live()
   // keep_ready: whether it was asked, whether a start failed since, the thread.
   bool keep_ready_ = false;
   bool warm_failed_ = false;
-  size_t starting_ = 0;  // workers keep_ready is starting (in live_ and busy_)
+  size_t starting_ = 0;  // workers keep_ready is starting (in live() and busy_)
   std::condition_variable warm_wanted_;
   std::thread warmer_;
 };
