@@ -398,6 +398,7 @@ Result<DaemonStatus> Client::status() const {
   out.live_workers = response.workers().live_workers();
   out.ready_workers = response.workers().ready_workers();
   out.busy_workers = response.workers().busy_workers();
+  for (const auto& [name, live] : response.workers().live_by_class()) out.live_workers_by_class[name] = live;
   for (const v1::ConfigSetting& setting : response.settings())
     out.settings.push_back({setting.key(), setting.value(), setting.flag()});
   out.workers_started = response.workers().started();

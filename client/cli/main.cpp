@@ -27,6 +27,12 @@ void print_status(const kjit::DaemonStatus& s) {
   std::printf("workers: %u at most, %u running (%u ready, %u compiling), %llu started", s.max_workers,
               s.live_workers, s.ready_workers, s.busy_workers, static_cast<unsigned long long>(s.workers_started));
   if (s.workers_started) std::printf(", last ready in %.1f ms", s.last_worker_start_ms);
+  if (!s.live_workers_by_class.empty()) {
+    std::string classes;
+    for (const auto& [name, live] : s.live_workers_by_class)
+      classes += (classes.empty() ? "" : ", ") + std::to_string(live) + " " + name;
+    std::printf("\n  by class: %s", classes.c_str());
+  }
   std::printf("\nbounds per compile: memory %llu bytes, CPU %llu s, %llu open files, output %llu bytes, "
               "time %llu s\n",
               static_cast<unsigned long long>(s.memory_bytes), static_cast<unsigned long long>(s.cpu_seconds),

@@ -425,6 +425,9 @@ struct DaemonStatus {
   uint32_t max_workers = 0, live_workers = 0;
   uint32_t ready_workers = 0;  // started and waiting for a compile
   uint32_t busy_workers = 0;   // running a compile, or starting for one
+  // The live workers by class ("general", "tileir", "general background",
+  // "tileir background"): classes with workers only.
+  std::map<std::string, uint32_t> live_workers_by_class;
   // The daemon's configuration, key by key in its table's order (TOML path,
   // value, flag); given to the local operator only.
   struct Setting {

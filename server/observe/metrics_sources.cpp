@@ -101,6 +101,15 @@ void add_workers(Families& out, const WorkerCounters& workers) {
   for (const char* cause : k_kill_causes) by_cause.try_emplace(cause, 0);
   for (const auto& [cause, n] : by_cause) Families::sample(kills, {{"cause", cause}}, double(n));
   out.single("kjit_workers_live", "Compile worker processes alive now.", MetricType::Gauge, double(workers.live));
+  MetricFamily& by_class = out.add("kjit_workers_live_by_class",
+                                   "Compile worker processes alive now, by class: general, tileir (may run "
+                                   "tileiras), and each for background fleet builds.",
+                                   MetricType::Gauge);
+  for (size_t index = 0; index < k_worker_class_count; ++index) {
+    const std::string name = WorkerClass::of_index(index).name();
+    auto live = workers.live_by_class.find(name);
+    Families::sample(by_class, {{"class", name}}, live == workers.live_by_class.end() ? 0.0 : double(live->second));
+  }
   MetricFamily& pch = out.add("kjit_worker_pch_total",
                               "Workers' precompiled headers: compiles that used one (hit), PCH files written "
                               "(create), compiles that did without one they wanted (fallback), files evicted (evict), "

@@ -1,7 +1,8 @@
 // Fleet builds through a real daemon: with `[fleet] targets` naming two CUDA
 // targets, a kernel compiled for one is built in the background for the
 // other, which then answers from the cache; the metrics count one
-// background build and `kjit health --verbose` shows it.
+// background build and the background worker it ran in, and `kjit health
+// --verbose` shows both.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,6 +39,10 @@ TEST(Fleet, ACompileForOneTargetBecomesAHitForTheOther) {
   ASSERT_TRUE(built) << text;
   EXPECT_EQ(metric_sample(text, "kjit_fleet_builds_total", {{"result", "failed"}}), 0) << text;
   EXPECT_EQ(metric_sample(text, "kjit_fleet_queue_length"), 0) << text;
+  // The build ran in a background worker, which stays beside the general ones.
+  EXPECT_EQ(metric_sample(text, "kjit_workers_live_by_class", {{"class", "general background"}}), 1) << text;
+  EXPECT_GE(metric_sample(text, "kjit_workers_live_by_class", {{"class", "general"}}), 1) << text;
+  EXPECT_EQ(metric_sample(text, "kjit_workers_live_by_class", {{"class", "tileir"}}), 0) << text;
 
   auto hit = client.compile(llvm_request(k_llvm_vadd, "cuda:80"));
   ASSERT_TRUE(hit) << hit.error().message;
@@ -52,6 +57,8 @@ TEST(Fleet, ACompileForOneTargetBecomesAHitForTheOther) {
   EXPECT_NE(health.out.find("fleet builds (cuda:80, cuda:90): 0 queued, 0 running; since start 1 compiled"),
             std::string::npos)
       << health.out;
+  EXPECT_NE(health.out.find("  by class: "), std::string::npos) << health.out;
+  EXPECT_NE(health.out.find("1 general background"), std::string::npos) << health.out;
 }
 
 }  // namespace

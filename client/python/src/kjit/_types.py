@@ -606,6 +606,9 @@ class CompileWorkersStatus:
     last_start_ms: float = 0.0
     ready_workers: int = 0  # started and waiting for a compile
     busy_workers: int = 0   # running a compile, or starting for one
+    # The live workers by class ("general", "tileir", "general background",
+    # "tileir background"): classes with workers only.
+    live_by_class: Dict[str, int] = _map()
     _proto: ClassVar[str] = "kjit.v1.CompileWorkersStatus"
 
 

@@ -71,6 +71,7 @@ MetricsSources fake_sources(bool draining) {
     w.crashed = 1;
     w.kills = {{"timeout", 2}, {"cancelled", 1}};
     w.live = 2;
+    w.live_by_class = {{"general", 1}, {"general background", 1}};
     return w;
   };
   s.admission = [] {
@@ -185,6 +186,10 @@ TEST_F(MetricsTest, SourcesAreReadAtEachScrape) {
   EXPECT_EQ(sample(text, "kjit_worker_kills_total", {{"cause", "bound"}}), 0) << "known causes are there at 0";
   EXPECT_EQ(sample(text, "kjit_worker_kills_total", {{"cause", "shutdown"}}), 0);
   EXPECT_EQ(sample(text, "kjit_workers_live"), 2);
+  EXPECT_EQ(sample(text, "kjit_workers_live_by_class", {{"class", "general"}}), 1);
+  EXPECT_EQ(sample(text, "kjit_workers_live_by_class", {{"class", "general background"}}), 1);
+  EXPECT_EQ(sample(text, "kjit_workers_live_by_class", {{"class", "tileir"}}), 0) << "every class is there, at 0";
+  EXPECT_EQ(sample(text, "kjit_workers_live_by_class", {{"class", "tileir background"}}), 0);
 
   EXPECT_EQ(sample(text, "kjit_compile_queue_pending"), 5);
   EXPECT_EQ(sample(text, "kjit_compile_queue_waiting"), 3);
