@@ -128,6 +128,31 @@ class Bench:
         self.peer = str(self.work / "peer_nvrtc")
         subprocess.run([cc, "-O2", "-I", os.path.join(self.args.cuda_home, "include"), "-o", self.peer,
                         str(REPO / "bench" / "peer_nvrtc.c"), "-ldl"], check=True)
+        self.floor = str(self.work / "pch_floor")
+        subprocess.run([cc, "-O2", "-I", os.path.join(self.args.cuda_home, "include"), "-o", self.floor,
+                        str(REPO / "bench" / "pch_floor.c"), "-ldl"], check=True)
+
+    def pch_floor(self, sources):
+        """NVRTC with automatic PCH in one process, as a worker keeps it: per
+        family, the 2nd to last compiles' time and where it goes (medians)."""
+        out = {}
+        for family in FAMILIES:
+            pch_dir = self.work / ("floor-" + family.replace(":", "").replace("+", "_"))
+            shutil.rmtree(pch_dir, ignore_errors=True)
+            pch_dir.mkdir()
+            paths = [sources[(family, i)] for i in range(1, PER_FAMILY + 1)]
+            done = subprocess.run([self.floor, self.args.cuda_home, SM, str(pch_dir)] + paths,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if done.returncode != 0:
+                raise RuntimeError("pch_floor: " + done.stderr[-3000:])
+            rows = []
+            for line in done.stdout.splitlines():
+                fields = line.split()
+                rows.append({fields[k]: float(fields[k + 1]) for k in range(1, len(fields) - 1, 2)})
+            later = rows[1:]
+            out[family] = {k: statistics.median(r[k] for r in later) for k in later[0]}
+            shutil.rmtree(pch_dir, ignore_errors=True)
+        return out
 
     def fresh_nvrtc(self, src):
         return timed([self.peer, self.args.cuda_home, SM, src, str(self.work / "peer.cubin")])
@@ -208,6 +233,9 @@ class Bench:
         finally:
             for proc, *_ in daemons:
                 self.stop_daemon(proc)
+        # With the daemons stopped: the same family sources in one NVRTC
+        # process with PCH, for where a warm miss's time goes.
+        out["floor"] = self.pch_floor(sources)
         return out
 
     def run(self):
@@ -251,6 +279,18 @@ class Bench:
               (med_of("serving_pch"), med_of("serving_nopch")))
         print("PCH files the workers keep after both families: %.0f MB" % (med_of("pch_bytes") / 1e6))
         print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
+        print()
+        print("Where a warm miss goes: the same sources in one NVRTC process with automatic PCH "
+              "(bench/pch_floor.c), %s compiles, medians:" % later)
+        for family in FAMILIES:
+            keys = [(family, i) for i in range(2, PER_FAMILY + 1)]
+            fl = {k: statistics.median(rep["floor"][family][k] for rep in reps) for k in reps[0]["floor"][family]}
+            fresh = med("fresh", keys)
+            print("  %s: NVRTC %.0f ms (front end %.0f, NVVM %.0f; in the kernel %.0f ms, %.0f minor faults: the "
+                  "PCH mapped and copied at each use) + nvJitLink %.0f ms = %.2fx a fresh process; kjit's miss "
+                  "%.2fx" % (family, fl["nvrtc_ms"], fl["front_end_ms"], fl["nvvm_ms"], fl["sys_ms"],
+                             fl["minor_faults"], fl["link_ms"], (fl["nvrtc_ms"] + fl["link_ms"]) / fresh,
+                             med("pch", keys) / fresh))
         print()
         for family in FAMILIES:
             first, rest = summary[(family, "first")], summary[(family, later)]
