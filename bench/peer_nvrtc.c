@@ -5,65 +5,7 @@
  *
  *   peer_nvrtc CUDA_HOME SM IN.cu OUT.cubin
  */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-
-#include <nvJitLink.h>
-#include <nvrtc.h>
-
-typedef nvrtcResult (*create_fn)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
-typedef nvrtcResult (*compile_fn)(nvrtcProgram, int, const char* const*);
-typedef nvrtcResult (*size_fn)(nvrtcProgram, size_t*);
-typedef nvrtcResult (*get_fn)(nvrtcProgram, char*);
-typedef nvrtcResult (*destroy_fn)(nvrtcProgram*);
-typedef nvJitLinkResult (*link_create_fn)(nvJitLinkHandle*, uint32_t, const char**);
-typedef nvJitLinkResult (*link_add_fn)(nvJitLinkHandle, nvJitLinkInputType, const void*, size_t, const char*);
-typedef nvJitLinkResult (*link_complete_fn)(nvJitLinkHandle);
-typedef nvJitLinkResult (*link_size_fn)(nvJitLinkHandle, size_t*);
-typedef nvJitLinkResult (*link_get_fn)(nvJitLinkHandle, void*);
-typedef nvJitLinkResult (*link_destroy_fn)(nvJitLinkHandle*);
-
-static void* open_lib(const char* home, const char* name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/lib64/%s", home, name);
-  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-    exit(1);
-  }
-  return h;
-}
-
-static void* sym(void* lib, const char* name) {
-  void* p = dlsym(lib, name);
-  if (!p) {
-    fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
-    exit(1);
-  }
-  return p;
-}
-
-static char* read_file(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) {
-    perror(path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* s = malloc((size_t)n + 1);
-  if (fread(s, 1, (size_t)n, f) != (size_t)n) {
-    perror(path);
-    exit(1);
-  }
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
+#include "nvrtc_dlopen.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) {
@@ -96,18 +38,12 @@ int main(int argc, char** argv) {
   }
   nvrtcResult rc = ((compile_fn)sym(nvrtc, "nvrtcCompileProgram"))(prog, n_options, options);
   if (rc != NVRTC_SUCCESS) {
-    size_t n = 0;
-    ((size_fn)sym(nvrtc, "nvrtcGetProgramLogSize"))(prog, &n);
-    char* log = malloc(n + 1);
-    ((get_fn)sym(nvrtc, "nvrtcGetProgramLog"))(prog, log);
+    char* log = program_log(nvrtc, prog);
     fprintf(stderr, "NVRTC failed:\n%s\n", log);
     return 1;
   }
   size_t ptx_size = 0;
-  ((size_fn)sym(nvrtc, "nvrtcGetPTXSize"))(prog, &ptx_size);
-  char* ptx = malloc(ptx_size);
-  ((get_fn)sym(nvrtc, "nvrtcGetPTX"))(prog, ptx);
-  ((destroy_fn)sym(nvrtc, "nvrtcDestroyProgram"))(&prog);
+  char* ptx = take_ptx(nvrtc, &prog, &ptx_size);
 
   snprintf(sm_arch, sizeof sm_arch, "-arch=sm_%s", argv[2]);
   const char* link_options[] = {sm_arch};
