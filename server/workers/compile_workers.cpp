@@ -516,6 +516,18 @@ void CompileWorkers::count_end(const std::string& cause) {
     ++counters_.kills[cause];
 }
 
+std::map<std::string, uint64_t> CompileWorkers::live_by_class_locked() const {
+  std::map<std::string, uint64_t> out;
+  for (size_t index = 0; index < k_worker_class_count; ++index)
+    if (live_by_class_[index] > 0) out[WorkerClass::of_index(index).name()] = live_by_class_[index];
+  return out;
+}
+
+std::map<std::string, uint64_t> CompileWorkers::live_by_class() const {
+  std::lock_guard lock(mutex_);
+  return live_by_class_locked();
+}
+
 WorkerCounters CompileWorkers::counters() const {
   WorkerCounters out;
   std::set<std::string> dirs;
@@ -523,8 +535,7 @@ WorkerCounters CompileWorkers::counters() const {
     std::lock_guard lock(mutex_);
     out = counters_;
     out.live = live();
-    for (size_t index = 0; index < k_worker_class_count; ++index)
-      if (live_by_class_[index] > 0) out.live_by_class[WorkerClass::of_index(index).name()] = live_by_class_[index];
+    out.live_by_class = live_by_class_locked();
     dirs = private_dirs_;
   }
   // Read from the files, outside the lock: a worker writes and evicts its

@@ -108,6 +108,9 @@ class CompileWorkers {
   // Started and waiting for a compile; running one (or starting for one).
   size_t ready_workers() const;
   size_t busy_workers() const;
+  // The live workers by class (WorkerClass::name): classes with workers only.
+  std::map<std::string, uint64_t> live_by_class() const;
+  // Everything, the PCH files' bytes too (read from the workers' directories).
   WorkerCounters counters() const;
 
   // How the most recently started general worker for clients said it is
@@ -167,6 +170,7 @@ class CompileWorkers {
   size_t max_tileir_workers() const;
   size_t tileir_live() const;  // under mutex_
   size_t live() const;         // under mutex_: every class
+  std::map<std::string, uint64_t> live_by_class_locked() const;  // under mutex_
   void release(Worker worker);
   // How a worker process ended: killed by a signal (a crash, or our kill),
   // or exited on its own (a failed start-up).
