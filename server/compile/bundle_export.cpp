@@ -80,12 +80,12 @@ Result<BundleExportReport> export_bundle(const DaemonCache& cache, RecipeBook* r
     recipes->flush();  // the compiles just answered are recorded too
     Result<std::vector<v1::RecipeSummary>> listed = recipes->list(ns, 0);
     if (!listed) return listed.error();
-    for (const v1::RecipeSummary& summary : *listed) {
-      Result<std::pair<v1::RecipeSummary, v1::CompileRequest>> recipe = recipes->get(ns, summary.digest());
-      if (!recipe) continue;  // left the tiers since the listing
+    for (v1::RecipeSummary& summary : *listed) {
+      Result<v1::CompileRequest> request = recipes->request(ns, summary.digest());
+      if (!request) continue;  // left the tiers since the listing
       v1::GetRecipeResponse record;
-      *record.mutable_summary() = std::move(recipe->first);
-      *record.mutable_request() = std::move(recipe->second);
+      *record.mutable_summary() = std::move(summary);
+      *record.mutable_request() = std::move(*request);
       if (Status added = writer.add_recipe(record.SerializeAsString()); !added) return added.error();
       ++report.recipes;
     }

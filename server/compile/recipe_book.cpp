@@ -326,21 +326,27 @@ Result<std::vector<v1::RecipeSummary>> RecipeBook::list(std::string_view ns, int
 
 Result<std::pair<v1::RecipeSummary, v1::CompileRequest>> RecipeBook::get(std::string_view ns,
                                                                             std::string_view digest) const {
-  const NamespacedCache view = cache_->recipes_in(std::string(ns));
-  v1::ListRecipesResponse index = read_index(view);
+  v1::ListRecipesResponse index = read_index(cache_->recipes_in(std::string(ns)));
   for (v1::RecipeSummary& summary : *index.mutable_recipes()) {
     if (summary.digest() != digest) continue;
-    std::optional<std::string> bytes = read_entry(
-        view, recipe_key(ns, digest), BlobIdentity{std::string(k_recipe_kind), std::string(ns), std::string(digest), "recipe"});
-    v1::CompileRequest recipe;
-    // What is read back is checked against its name, so a recipe is never
-    // some other request.
-    if (!bytes || !recipe.ParseFromString(*bytes) || recipe_digest(recipe) != digest)
-      return make_error(ErrorCode::not_found,
-                        "recipe " + std::string(digest) + " is listed but its entry has left the cache tiers");
-    return std::pair{std::move(summary), std::move(recipe)};
+    Result<v1::CompileRequest> recipe = request(ns, digest);
+    if (!recipe) return recipe.error();
+    return std::pair{std::move(summary), std::move(*recipe)};
   }
   return make_error(ErrorCode::not_found, "no recipe " + std::string(digest) + " in this namespace");
+}
+
+Result<v1::CompileRequest> RecipeBook::request(std::string_view ns, std::string_view digest) const {
+  const NamespacedCache view = cache_->recipes_in(std::string(ns));
+  std::optional<std::string> bytes = read_entry(
+      view, recipe_key(ns, digest), BlobIdentity{std::string(k_recipe_kind), std::string(ns), std::string(digest), "recipe"});
+  v1::CompileRequest recipe;
+  // What is read back is checked against its name, so a recipe is never
+  // some other request.
+  if (!bytes || !recipe.ParseFromString(*bytes) || recipe_digest(recipe) != digest)
+    return make_error(ErrorCode::not_found,
+                      "recipe " + std::string(digest) + " is listed but its entry has left the cache tiers");
+  return recipe;
 }
 
 Result<bool> RecipeBook::remove(std::string_view ns, std::string_view digest) {

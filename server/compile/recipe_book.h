@@ -85,6 +85,10 @@ class RecipeBook {
   Result<std::vector<v1::RecipeSummary>> list(std::string_view ns, int64_t since_unix) const;
   // NOT_FOUND when ns has no such recipe, or its entry has gone from the tiers.
   Result<std::pair<v1::RecipeSummary, v1::CompileRequest>> get(std::string_view ns, std::string_view digest) const;
+  // The request of a recipe list() just returned, read from the tiers without
+  // the index again (an export reads every recipe: one index read, not one
+  // each). NOT_FOUND when its entry has gone from the tiers.
+  Result<v1::CompileRequest> request(std::string_view ns, std::string_view digest) const;
   // Whether there was one.
   Result<bool> remove(std::string_view ns, std::string_view digest);
 
