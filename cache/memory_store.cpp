@@ -141,7 +141,7 @@ std::shared_ptr<const CacheEntry> MemoryStore::peek(std::string_view key) const 
   return it == shard.index.end() ? nullptr : it->second.at->entry;
 }
 
-void MemoryStore::insert(std::shared_ptr<const CacheEntry> entry) {
+void MemoryStore::insert(std::shared_ptr<const CacheEntry> entry, bool keep_stored) {
   const uint64_t bytes = footprint(*entry);
   const std::shared_ptr<const StoreShares> shares = shares_.load();
   const std::string owner_name = options_.owner_of ? options_.owner_of(entry->key) : std::string();
@@ -157,6 +157,7 @@ void MemoryStore::insert(std::shared_ptr<const CacheEntry> entry) {
   uint64_t evicted_bytes = 0;
   {
     std::lock_guard lock(shard.mutex);
+    if (keep_stored && shard.index.contains(entry->key)) return;
     ++shard.puts;
     if (auto it = shard.index.find(entry->key); it != shard.index.end()) {
       replaced = it->second.at->entry;

@@ -54,7 +54,10 @@ class MemoryStore final : public Store {
   std::shared_ptr<const CacheEntry> peek(std::string_view key) const;
 
   // put() without copying: the store keeps a reference to entry.
-  void insert(std::shared_ptr<const CacheEntry> entry);
+  // keep_stored: an entry already under its key stays, and entry is
+  // dropped (a copy from a lower tier, which may be older than what a put
+  // has just stored here).
+  void insert(std::shared_ptr<const CacheEntry> entry, bool keep_stored = false);
 
   // Bytes charged for an entry: payload, metadata strings and a fixed
   // per-entry overhead, so many tiny entries still respect the bound.

@@ -50,9 +50,11 @@ std::optional<CacheHit> TieredCache::get(std::string_view key) {
     }
     if (!found->has_value()) continue;
     auto entry = std::make_shared<const CacheEntry>(std::move(**found));
-    // Fill the tiers above, so the next request stops higher up.
+    // Fill the tiers above, so the next request stops higher up. Memory
+    // keeps what it holds by now: a put of other bytes under this key (a
+    // replaced blob) may have landed there since this tier was read.
     put_below_memory(*entry, i);
-    if (memory_) memory_->insert(entry);
+    if (memory_) memory_->insert(entry, /*keep_stored=*/true);
     hit = CacheHit{std::move(entry), k_tiers[i]};
   }
   if (!hit) {

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
+#include <utility>
 
 #include "cache/disk_store.h"
 #include "cache/redis_store.h"
@@ -67,6 +69,55 @@ TEST(TieredCache, DiskHitFillsMemoryAndThenMemoryAnswers) {
   EXPECT_EQ(tier_stats(stats, CacheTier::disk).answered, 1u);
   EXPECT_EQ(tier_stats(stats, CacheTier::memory).answered, 1u);
   EXPECT_DOUBLE_EQ(stats.compile_ms_saved, 2 * 123.5);
+}
+
+// A lower tier that answers with what it held when asked, after a put of
+// other bytes under that key landed meanwhile (a replaced blob): `during_get`
+// runs between the read and the answer.
+class ReadThenRaceStore final : public Store {
+ public:
+  ReadThenRaceStore(std::shared_ptr<Store> inner, std::function<void()> during_get)
+      : inner_(std::move(inner)), during_get_(std::move(during_get)) {}
+  std::string_view name() const override { return inner_->name(); }
+  Result<std::optional<CacheEntry>> get(std::string_view key) override {
+    Result<std::optional<CacheEntry>> read = inner_->get(key);
+    if (during_get_) std::exchange(during_get_, nullptr)();
+    return read;
+  }
+  Status put(const CacheEntry& entry) override { return inner_->put(entry); }
+  Status remove(std::string_view key) override { return inner_->remove(key); }
+  Result<bool> contains(std::string_view key) override { return inner_->contains(key); }
+  StoreStats stats() const override { return inner_->stats(); }
+  Result<std::vector<StoredKey>> list() override { return inner_->list(); }
+
+ private:
+  std::shared_ptr<Store> inner_;
+  std::function<void()> during_get_;
+};
+
+// The copy a lower tier's hit makes into memory never takes the place of
+// what a put stored there meanwhile: the old bytes would be served from
+// memory long after the put, while every lower tier holds the new ones.
+TEST(TieredCache, ALowerTiersHitDoesNotUndoAPutThatLandedMeanwhile) {
+  test::TempDir dir;
+  auto disk = open_disk(dir.path());
+  ASSERT_TRUE(disk->put(make_entry(key_for(1), "old bytes")).ok());
+  auto memory = std::make_shared<MemoryStore>(MemoryStore::Options{});
+  TieredCache* tiers = nullptr;
+  auto racing = std::make_shared<ReadThenRaceStore>(disk, [&] { tiers->put(make_entry(key_for(1), "new bytes")); });
+  TieredCache cache({memory, racing, nullptr});
+  tiers = &cache;
+
+  std::optional<CacheHit> racer = cache.get(key_for(1));
+  ASSERT_TRUE(racer.has_value());
+  EXPECT_EQ(racer->entry->artifact.bytes, "old bytes");  // read before the put: the old bytes, whole
+  std::optional<CacheHit> next = cache.get(key_for(1));
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->tier, CacheTier::memory);
+  EXPECT_EQ(next->entry->artifact.bytes, "new bytes");
+  Result<std::optional<CacheEntry>> on_disk = disk->get(key_for(1));
+  ASSERT_TRUE(on_disk && on_disk->has_value());
+  EXPECT_EQ((*on_disk)->artifact.bytes, "new bytes");
 }
 
 TEST(TieredCache, PutWritesEveryTier) {
