@@ -16,7 +16,7 @@
 namespace kjit {
 
 Result<std::string> Client::put_blob(const std::string& ns, const std::string& key, const std::string& name,
-                                     const std::string& data) const {
+                                     const std::string& data, bool replace) const {
   grpc::ClientContext context;
   if (Status ready = impl_->prepare(context); !ready) return ready.error();
   v1::PutBlobRequest request;
@@ -24,6 +24,7 @@ Result<std::string> Client::put_blob(const std::string& ns, const std::string& k
   request.set_key(key);
   request.set_name(name);
   request.set_data(data);
+  request.set_replace(replace);
   v1::PutBlobResponse response;
   grpc::Status status = impl_->cache->PutBlob(&context, request, &response);
   if (!status.ok()) return from_grpc_status(status, context);

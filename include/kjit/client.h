@@ -542,9 +542,12 @@ class Client {
   // daemon checks every field (1 to 256 bytes, no NUL; a name is a file
   // name: no '/', not "." or ".."). A miss is std::nullopt, not an error.
   // put_blob returns the cache key it is stored under, as cache_list shows
-  // it; data over [limits] max_blob_bytes is resource_exhausted.
+  // it; data over [limits] max_blob_bytes is resource_exhausted. The first
+  // writer of a blob wins, unless `replace`: then data takes the place of
+  // other stored bytes (readers get the old or the new), except in a
+  // [[blob_sharing]] namespace, where that is failed_precondition.
   Result<std::string> put_blob(const std::string& ns, const std::string& key, const std::string& name,
-                               const std::string& data) const;
+                               const std::string& data, bool replace = false) const;
   Result<std::optional<std::string>> get_blob(const std::string& ns, const std::string& key,
                                               const std::string& name) const;
   // Records `names` (blobs under ns and key, put first) as a group; groups

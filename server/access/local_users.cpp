@@ -67,6 +67,7 @@ std::shared_ptr<const LocalUser> LocalUserPolicy::decide(const PeerCredentials& 
     for (const Sharing& sharing : sharing_) {
       if (sharing.uids.contains(credentials.uid) || (sharing.gid && in_group(credentials, *sharing.gid))) {
         user->blob_ns = sharing.ns;
+        user->shares_blobs = true;
         break;
       }
     }

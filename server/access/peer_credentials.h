@@ -54,6 +54,8 @@ struct LocalUser {
   PeerCredentials credentials;
   bool is_operator = false;
   std::string blob_ns;  // where its client blobs live; "" (the default namespace) for operators
+  // blob_ns is a [[blob_sharing]] entry's, written by the other users it names too.
+  bool shares_blobs = false;
   std::string label;    // for metrics: "uid:<uid>", or "uid:other" past a bound of distinct uids
   std::string log;      // for the log: "uid 1000 gid 1000 pid 4242"
 };

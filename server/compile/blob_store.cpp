@@ -59,20 +59,37 @@ std::optional<BlobHit> BlobStore::lookup(const NamespacedCache& blobs, const Blo
   return BlobHit{std::move(hit->entry), hit->tier};
 }
 
-BlobPutOutcome BlobStore::store_first(const NamespacedCache& blobs, CacheEntry entry) {
+Result<BlobPutOutcome> BlobStore::store(const NamespacedCache& blobs, CacheEntry entry, BlobPutMode mode) {
   BlobPutOutcome outcome{.cache_key = entry.key};
   if (std::optional<BlobHit> stored = lookup(blobs, *entry.blob)) {
-    outcome.already_stored = true;
-    outcome.conflict = stored->entry->artifact.bytes != entry.artifact.bytes;
-    if (outcome.conflict) ++put_conflicts_;
-    return outcome;
+    // The same bytes: nothing to change, whatever was asked.
+    if (stored->entry->artifact.bytes == entry.artifact.bytes) {
+      outcome.already_stored = true;
+      return outcome;
+    }
+    if (!mode.replace) {
+      outcome.already_stored = true;
+      outcome.conflict = true;
+      ++put_conflicts_;
+      return outcome;
+    }
+    if (mode.shared_namespace) {
+      ++put_conflicts_;
+      return make_error(ErrorCode::failed_precondition,
+                        "blob '" + quoted(entry.blob->name) + "' of key '" + quoted(entry.blob->key) +
+                            "' holds other bytes in a namespace a [[blob_sharing]] entry shares, where a blob keeps "
+                            "its first writer's bytes (another member may be using them); remove it first to store "
+                            "other bytes (kjit cache rm " + entry.key + ")");
+    }
+    outcome.replaced = true;
   }
+  // One put to each tier, each of which swaps a stored entry whole.
   blobs.put(std::move(entry));
   return outcome;
 }
 
 Result<BlobPutOutcome> BlobStore::put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
-                                      std::string_view name, std::string data) {
+                                      std::string_view name, std::string data, BlobPutMode mode) {
   if (Status s = check_identity(ns, key, name); !s) return s.error();
   if (data.size() > max_blob_bytes_)
     return make_error(ErrorCode::resource_exhausted, "blob '" + quoted(name) + "' has " + std::to_string(data.size()) +
@@ -86,7 +103,7 @@ Result<BlobPutOutcome> BlobStore::put(const NamespacedCache& blobs, std::string_
   entry.artifact.bytes = std::move(data);
   ++puts_;
   put_bytes_ += size;
-  return store_first(blobs, std::move(entry));
+  return store(blobs, std::move(entry), mode);
 }
 
 Result<std::optional<BlobHit>> BlobStore::get(const NamespacedCache& blobs, std::string_view ns,
@@ -113,7 +130,7 @@ Result<BlobPutOutcome> BlobStore::put_group(const NamespacedCache& blobs, std::s
   entry.created_unix = static_cast<int64_t>(std::time(nullptr));
   entry.artifact.bytes = encode_blob_group_names(names);
   ++groups_put_;
-  BlobPutOutcome outcome = store_first(blobs, std::move(entry));
+  Result<BlobPutOutcome> outcome = store(blobs, std::move(entry), BlobPutMode{});
   // Whoever put it, whether or not it was there already: the group is
   // there, so nobody need wait for a claim on it any longer.
   if (claims_) claims_->fulfil(blobs, ns, key, group);

@@ -13,14 +13,23 @@
 // caller's namespace, so no caller reads or replaces another namespace's
 // blobs, and blob lookups never show in the compile counts.
 //
-// The first writer wins: a put whose identity already holds a valid entry
-// in the caller's namespace leaves it there (and counts put_conflicts when
-// the bytes differ). Only callers of one namespace compete (one user's
-// processes, or the users a [[blob_sharing]] entry names), and none of them
-// can swap bytes another has already loaded or will load for a cubin of its
-// own; a user replaces its own blob by removing it first (kjit cache rm).
-// Nothing about the writer is recorded, so the entry format is unchanged.
+// A plain put: the first writer wins. A put whose identity already holds a
+// valid entry in the caller's namespace leaves it there (and counts
+// put_conflicts when the bytes differ), so Triton's and cuTile's processes,
+// which put what one compile of a key made, never mix two compiles' files.
 // Two first puts at once both store; the later one stays.
+//
+// A put asking to replace (a program cache's `cache[key] = value`) stores
+// its bytes over other ones: one put to every tier, each of which swaps the
+// entry whole (the memory tier under its shard's lock, the disk tier by
+// rename, Redis by SET), so a reader gets the old bytes or the new. In a
+// namespace a [[blob_sharing]] entry shares, it is refused instead
+// (FAILED_PRECONDITION, counted in put_conflicts): nothing about the writer
+// is recorded (the entry format is the direct readers' protocol), so the
+// daemon cannot tell a member's own blob from one another member loads, and
+// a shared blob keeps its first writer's bytes until a member removes it on
+// purpose (kjit cache rm). Groups are never replaced: a found group lists
+// members that belong together.
 #pragma once
 
 #include <atomic>
@@ -56,11 +65,19 @@ struct BlobHit {
   CacheTier tier;
 };
 
-// What a put did: the first writer wins, and a later one is told.
+// What a put did: the first writer wins, and a later one is told, unless
+// it asked to replace.
 struct BlobPutOutcome {
   std::string cache_key;        // where it is stored, as kjit cache ls shows it
   bool already_stored = false;  // the identity held a valid entry: left in place
   bool conflict = false;        // ... whose bytes differ from this put's (counted in put_conflicts)
+  bool replaced = false;        // the identity held other bytes, and this put's took their place
+};
+
+// How a put meets a stored blob of its identity.
+struct BlobPutMode {
+  bool replace = false;           // store over other bytes (else the first writer wins)
+  bool shared_namespace = false;  // the caller's namespace is a [[blob_sharing]] one: replace is refused
 };
 
 struct BlobGroupAnswer {
@@ -81,7 +98,7 @@ class BlobStore {
   // `blobs` is the caller's view of the blob entries: its namespace, not
   // `ns` (the client's own grouping), decides whose blobs these are.
   Result<BlobPutOutcome> put(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
-                             std::string_view name, std::string data);
+                             std::string_view name, std::string data, BlobPutMode mode = {});
   Result<std::optional<BlobHit>> get(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
                                      std::string_view name);
   Result<BlobPutOutcome> put_group(const NamespacedCache& blobs, std::string_view ns, std::string_view key,
@@ -98,8 +115,9 @@ class BlobStore {
  private:
   std::optional<BlobHit> lookup(const NamespacedCache& blobs, const BlobIdentity& identity);
   // Stores entry unless a valid entry of the same identity is there: then
-  // the first stays, and other bytes count as a conflict.
-  BlobPutOutcome store_first(const NamespacedCache& blobs, CacheEntry entry);
+  // the first stays, and other bytes count as a conflict; with
+  // mode.replace, other bytes are replaced (or, shared, refused).
+  Result<BlobPutOutcome> store(const NamespacedCache& blobs, CacheEntry entry, BlobPutMode mode);
   Status check_identity(std::string_view ns, std::string_view key, std::string_view name) const;
 
   uint64_t max_blob_bytes_;

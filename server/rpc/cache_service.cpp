@@ -263,11 +263,13 @@ grpc::Status CacheService::PutBlob(grpc::ServerContext* context, const v1::PutBl
   return gate_->serve(context, "PutBlob", [&](const Caller& caller) -> grpc::Status {
     if (!blobs_) return to_grpc_status(cache_off(), *context);
     // The request is const: its data is copied once, into the entry.
-    Result<BlobPutOutcome> put = blobs_->put(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->name(), request->data());
+    const BlobPutMode mode{.replace = request->replace(), .shared_namespace = blobs_are_shared(caller)};
+    Result<BlobPutOutcome> put = blobs_->put(blobs_of(*compiler_->cache(), caller), request->namespace_(), request->key(), request->name(), request->data(), mode);
     if (!put) return to_grpc_status(put.error(), *context);
     response->set_cache_key(std::move(put->cache_key));
     response->set_already_stored(put->already_stored);
     response->set_conflict(put->conflict);
+    response->set_replaced(put->replaced);
     return grpc::Status::OK;
   });
 }

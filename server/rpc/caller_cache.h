@@ -28,6 +28,14 @@ inline bool blobs_are_a_local_users(const Caller& caller) {
   return caller.user && !caller.is_operator() && caller.tenant.empty() && !caller.blob_ns.empty();
 }
 
+// Whether the caller's blobs are in a namespace a [[blob_sharing]] entry
+// declares, which the other users it names write too: a blob there keeps its
+// first writer's bytes, as nothing records which member wrote them
+// (BlobStore::put).
+inline bool blobs_are_shared(const Caller& caller) {
+  return blobs_are_a_local_users(caller) && caller.user->shares_blobs;
+}
+
 inline NamespacedCache blobs_of(const DaemonCache& cache, const Caller& caller) {
   return blobs_are_a_local_users(caller) ? cache.local_user_blobs_in(caller.blob_ns) : cache.blobs_in(caller.blob_ns);
 }

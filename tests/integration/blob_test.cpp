@@ -42,6 +42,21 @@ class BlobTest : public ::testing::Test {
     return status;
   }
 
+  static v1::PutBlobResponse replace(v1::Cache::Stub& cache, const std::string& ns, const std::string& key,
+                                     const std::string& name, const std::string& data) {
+    v1::PutBlobRequest request;
+    request.set_namespace_(ns);
+    request.set_key(key);
+    request.set_name(name);
+    request.set_data(data);
+    request.set_replace(true);
+    v1::PutBlobResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = cache.PutBlob(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
   static grpc::Status get(v1::Cache::Stub& cache, const std::string& ns, const std::string& key,
                           const std::string& name, v1::GetBlobResponse& response) {
     v1::GetBlobRequest request;
@@ -316,6 +331,68 @@ TEST_F(BlobTest, GroupAnswerStaysWithinTheBlobLimit) {
   ASSERT_EQ(response.deferred_size(), 2);
   EXPECT_EQ(response.deferred(0), "b");
   EXPECT_EQ(response.deferred(1), "c");
+}
+
+// A put asking to replace stores over other bytes, in every tier: the
+// daemon's next read (memory) and a restarted daemon's (disk) get the new
+// bytes. It changes nothing for the same bytes, and a group still keeps its
+// first names.
+TEST_F(BlobTest, AReplacingPutStoresOverOtherBytesInEveryTier) {
+  const std::string first = binary_blob(50'000), second = binary_blob(60'000).substr(7);
+  std::string cache_key;
+  {
+    TestDaemon daemon(cache_args());
+    auto cache = stub(daemon);
+    ASSERT_TRUE(put(*cache, "cuda.core", "K", "program", first, &cache_key).ok());
+    v1::PutBlobResponse replaced = replace(*cache, "cuda.core", "K", "program", second);
+    EXPECT_TRUE(replaced.replaced());
+    EXPECT_FALSE(replaced.already_stored());
+    EXPECT_FALSE(replaced.conflict());
+    EXPECT_EQ(replaced.cache_key(), cache_key);
+    v1::GetBlobResponse got;
+    ASSERT_TRUE(get(*cache, "cuda.core", "K", "program", got).ok());
+    EXPECT_EQ(got.cache(), "memory");
+    EXPECT_EQ(got.data(), second);
+
+    v1::PutBlobResponse same = replace(*cache, "cuda.core", "K", "program", second);
+    EXPECT_TRUE(same.already_stored());
+    EXPECT_FALSE(same.replaced());
+    EXPECT_FALSE(same.conflict());
+    // Nothing stored yet: a replacing put is a first put.
+    v1::PutBlobResponse fresh = replace(*cache, "cuda.core", "K2", "program", first);
+    EXPECT_FALSE(fresh.replaced() || fresh.already_stored() || fresh.conflict());
+    EXPECT_EQ(stats(*cache).blobs().put_conflicts(), 0u) << "a replacement is no conflict";
+
+    auto put_group = [&](const std::vector<std::string>& names) {
+      v1::PutBlobGroupRequest request;
+      request.set_namespace_("cuda.core");
+      request.set_key("K");
+      request.set_group("program");
+      for (const std::string& name : names) request.add_names(name);
+      v1::PutBlobGroupResponse response;
+      grpc::ClientContext context;
+      EXPECT_TRUE(cache->PutBlobGroup(&context, request, &response).ok());
+      return response;
+    };
+    EXPECT_FALSE(put_group({"program"}).already_stored());
+    EXPECT_TRUE(put_group({"program", "other"}).conflict()) << "a group's names were replaced";
+  }
+  TestDaemon restarted(cache_args());
+  auto cache = stub(restarted);
+  v1::GetBlobResponse got;
+  ASSERT_TRUE(get(*cache, "cuda.core", "K", "program", got).ok());
+  EXPECT_EQ(got.cache(), "disk");
+  EXPECT_EQ(got.data(), second);
+  v1::GetBlobGroupRequest request;
+  request.set_namespace_("cuda.core");
+  request.set_key("K");
+  request.set_group("program");
+  v1::GetBlobGroupResponse group;
+  grpc::ClientContext context;
+  ASSERT_TRUE(cache->GetBlobGroup(&context, request, &group).ok());
+  ASSERT_EQ(group.members_size(), 1);
+  EXPECT_EQ(group.members(0).data(), second);
+  EXPECT_EQ(group.missing_size(), 0);
 }
 
 TEST_F(BlobTest, ARestartServesTheBlobFromDisk) {

@@ -228,6 +228,36 @@ TEST_F(LocalUsersTest, DeclaredSharingSharesBlobsAndTheFirstWriterWins) {
   EXPECT_EQ(as("root", daemon, {"stats"}), "OK put_conflicts 1\n");
   // The declared group is the operator's to name: root's namespace is not it.
   EXPECT_EQ(as("root", daemon, {"get", "triton", "K", "k.cubin"}), "OK missing\n");
+
+  // Asking to replace does not swap a shared blob either: nothing records
+  // which member wrote it, so the daemon refuses, says how to replace it on
+  // purpose, and counts the conflict; A's bytes stay.
+  const std::string refused = as(k_user_b, daemon, {"replace", "triton", "K", "k.cubin", "bytes-of-b"});
+  EXPECT_TRUE(refused.starts_with(refused_with(grpc::StatusCode::FAILED_PRECONDITION))) << refused;
+  EXPECT_NE(refused.find("[[blob_sharing]]"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("kjit cache rm "), std::string::npos) << refused;
+  EXPECT_EQ(as(k_user_a, daemon, {"get", "triton", "K", "k.cubin"}), "OK found bytes-of-a\n");
+  EXPECT_EQ(as("root", daemon, {"stats"}), "OK put_conflicts 2\n");
+  // The same bytes are no replacement, so nothing to refuse.
+  EXPECT_TRUE(as(k_user_a, daemon, {"replace", "triton", "K", "k.cubin", "bytes-of-a"}).ends_with(" already_stored\n"));
+  // Removed on purpose, the blob takes a member's new bytes.
+  const std::string stored = as(k_user_a, daemon, {"put", "triton", "K", "k.cubin", "bytes-of-a"});
+  ASSERT_TRUE(stored.starts_with("OK ")) << stored;
+  const std::string cache_key = stored.substr(3, stored.find_first_of(" \n", 3) - 3);
+  ASSERT_EQ(as(k_user_b, daemon, {"rm", cache_key}), "OK\n");
+  EXPECT_EQ(as(k_user_b, daemon, {"replace", "triton", "K", "k.cubin", "bytes-of-b"}), "OK " + cache_key + "\n");
+  EXPECT_EQ(as(k_user_a, daemon, {"get", "triton", "K", "k.cubin"}), "OK found bytes-of-b\n");
+}
+
+// A user's own namespace is its processes' alone: asking to replace stores
+// the new bytes there.
+TEST_F(LocalUsersTest, AUserReplacesItsOwnBlobButNotAnothersByAskingToReplace) {
+  TestDaemon daemon(options());
+  ASSERT_TRUE(as(k_user_a, daemon, {"put", "triton", "K", "k.cubin", "old-of-a"}).starts_with("OK "));
+  ASSERT_TRUE(as(k_user_b, daemon, {"put", "triton", "K", "k.cubin", "bytes-of-b"}).starts_with("OK "));
+  EXPECT_TRUE(as(k_user_a, daemon, {"replace", "triton", "K", "k.cubin", "new-of-a"}).ends_with(" replaced\n"));
+  EXPECT_EQ(as(k_user_a, daemon, {"get", "triton", "K", "k.cubin"}), "OK found new-of-a\n");
+  EXPECT_EQ(as(k_user_b, daemon, {"get", "triton", "K", "k.cubin"}), "OK found bytes-of-b\n");
 }
 
 TEST_F(LocalUsersTest, SharingByGroupNamesTheGroupsMembers) {

@@ -3,6 +3,7 @@
 // answer on stdout as "OK ..." or "ERR <gRPC code> <message>".
 //
 //   kjit_test_peer_client SOCKET put NS KEY NAME DATA   -> OK <cache key>[ already_stored][ conflict]
+//   kjit_test_peer_client SOCKET replace NS KEY NAME DATA -> as put, asking to replace[ replaced]
 //   kjit_test_peer_client SOCKET get NS KEY NAME        -> OK found <data> | OK missing
 //   kjit_test_peer_client SOCKET grant                  -> OK <namespace> <names key in hex> | OK refused <reason>
 //   kjit_test_peer_client SOCKET read PATH | list DIR   -> OK <bytes>/<names> | ERR errno <message> (no RPC)
@@ -50,16 +51,17 @@ int main(int argc, char** argv) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   if (const char* token = std::getenv("KJIT_TEST_TOKEN")) context.AddMetadata("authorization", std::string("Bearer ") + token);
-  if (op == "put" && args.size() == 6) {
+  if ((op == "put" || op == "replace") && args.size() == 6) {
     kjit::v1::PutBlobRequest request;
     request.set_namespace_(args[2]);
     request.set_key(args[3]);
     request.set_name(args[4]);
     request.set_data(args[5]);
+    request.set_replace(op == "replace");
     kjit::v1::PutBlobResponse response;
     grpc::Status status = cache->PutBlob(&context, request, &response);
     return answer(status, response.cache_key() + (response.already_stored() ? " already_stored" : "") +
-                              (response.conflict() ? " conflict" : ""));
+                              (response.conflict() ? " conflict" : "") + (response.replaced() ? " replaced" : ""));
   }
   if (op == "grant") {
     kjit::v1::DirectReadGrantResponse response;
