@@ -219,11 +219,13 @@ class BundleIn:
 
 # Blobs -----------------------------------------------------------------------
 
-def put_blob(namespace, key, name, data) -> Call:
-    data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    request = cache_pb2.PutBlobRequest(namespace=namespace, key=key, name=name, data=data)
+def put_blob(namespace, key, name, data, *, replace) -> Call:
+    # memoryview: bytes-like alone (bytes(5) would store five NUL bytes).
+    data = data.encode("utf-8") if isinstance(data, str) else bytes(memoryview(data))
+    request = cache_pb2.PutBlobRequest(namespace=namespace, key=key, name=name, data=data, replace=replace)
     return Call("cache.PutBlob", request,
-                lambda response: StoredBlob(response.cache_key, response.already_stored, response.conflict))
+                lambda response: StoredBlob(response.cache_key, response.already_stored, response.conflict,
+                                            response.replaced))
 
 
 def get_blob(namespace, key, name) -> Call:

@@ -231,13 +231,16 @@ class Client(_Base):
         finally:
             call.request.close()
 
-    def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *,
+    def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *, replace: bool = False,
                  timeout: Optional[float] = None) -> StoredBlob:
-        """Stores data (str is stored as UTF-8) under (namespace, key, name) in the
-        daemon's cache tiers; returns the cache key it lives under, as cache_list
-        shows it (a str, with already_stored and conflict: the first writer
-        wins). Fields: 1 to 256 bytes; name has no '/', '..' or control character."""
-        return self._send(_calls.put_blob(namespace, key, name, data), timeout)
+        """Stores data (bytes-like; str is stored as UTF-8) under (namespace, key,
+        name) in the daemon's cache tiers; returns the cache key it lives under, as
+        cache_list shows it (a str, with already_stored and conflict: the first
+        writer wins). replace=True stores data over other bytes (replaced says it
+        did; readers get the old bytes or the new), except in a [[blob_sharing]]
+        namespace, where that raises FailedPrecondition. Fields: 1 to 256 bytes;
+        name has no '/', '..' or control character."""
+        return self._send(_calls.put_blob(namespace, key, name, data, replace=replace), timeout)
 
     def get_blob(self, namespace: str, key: str, name: str, *, timeout: Optional[float] = None) -> Optional[bytes]:
         """The bytes stored under (namespace, key, name), None on a miss."""

@@ -385,21 +385,26 @@ class BlobClaim:
 
 class StoredBlob(str):
     """put_blob's answer: the cache key the blob lives under, as cache_list
-    shows it (a str). The first writer of an identity wins: already_stored
-    says this put found the identity stored and changed nothing, conflict
-    that the stored bytes differ from this put's, which were dropped."""
+    shows it (a str). Without replace, the first writer of an identity wins:
+    already_stored says this put found the identity stored and changed
+    nothing, conflict that the stored bytes differ from this put's, which
+    were dropped. With replace, replaced says this put's bytes took the place
+    of other stored ones."""
     already_stored: bool
     conflict: bool
+    replaced: bool
 
-    def __new__(cls, cache_key: str = "", already_stored: bool = False, conflict: bool = False):
+    def __new__(cls, cache_key: str = "", already_stored: bool = False, conflict: bool = False,
+                replaced: bool = False):
         stored = super().__new__(cls, cache_key)
         stored.already_stored = already_stored
         stored.conflict = conflict
+        stored.replaced = replaced
         return stored
 
     def __repr__(self):
-        return "StoredBlob(%s, already_stored=%r, conflict=%r)" % (str.__repr__(self), self.already_stored,
-                                                                    self.conflict)
+        return "StoredBlob(%s, already_stored=%r, conflict=%r, replaced=%r)" % (
+            str.__repr__(self), self.already_stored, self.conflict, self.replaced)
 
 
 @dataclass

@@ -146,10 +146,10 @@ class Client(_Base):
         finally:
             call.request.close()
 
-    async def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *,
+    async def put_blob(self, namespace: str, key: str, name: str, data: Union[bytes, str], *, replace: bool = False,
                        timeout: Optional[float] = None) -> StoredBlob:
         """See kjit.Client.put_blob."""
-        return await self._send(_calls.put_blob(namespace, key, name, data), timeout)
+        return await self._send(_calls.put_blob(namespace, key, name, data, replace=replace), timeout)
 
     async def get_blob(self, namespace: str, key: str, name: str, *,
                        timeout: Optional[float] = None) -> Optional[bytes]:
