@@ -28,6 +28,17 @@ Entries live in kjitd as a group of one blob: namespace "cuda.core"
 than 64 bytes: its SHA-256), name "program". The daemon is a cache, never a
 dependency: when it cannot be reached, lookups miss (one warning) and
 cuda.core compiles as it would without a cache.
+
+As cuda.core's own caches, a store replaces: `cache[key] = value` over
+another value stores the new bytes (PutBlob with replace), which every
+process's next lookup gets; a reader gets the old bytes or the new, never a
+mix. Keys are bytes, bytearray or str (as UTF-8), values bytes-like or
+ObjectCode; anything else is a TypeError, as cuda.core's are. In a
+namespace a [[blob_sharing]] entry shares between users, kjitd keeps a
+stored program's first bytes, since it cannot tell whose they are: a store of
+other bytes there raises kjit.FailedPrecondition (after `del cache[key]`, it
+stores), as does a store to a daemon without a cache. A store while kjitd
+cannot be reached is skipped (one warning), as lookups then miss.
 """
 
 import hashlib
@@ -38,6 +49,7 @@ import threading
 import time
 from typing import Optional, Union
 
+from cuda.core import ObjectCode
 from cuda.core.utils import ProgramCacheResource
 
 __all__ = ["ProgramCache"]
@@ -51,18 +63,27 @@ _GET = ProgramCacheResource.get.__code__
 
 
 def _key_text(key: Union[bytes, str]) -> str:
-    raw = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    # The types cuda.core's caches take, and its message: bytes(5) would be
+    # five NUL bytes, a memoryview's bytes could change after the store.
+    if isinstance(key, str):
+        raw = key.encode("utf-8")
+    elif isinstance(key, (bytes, bytearray)):
+        raw = bytes(key)
+    else:
+        raise TypeError("cache keys must be bytes or str, got %s" % type(key).__name__)
     return raw.hex() if len(raw) <= 64 else "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def _as_bytes(value) -> bytes:
-    code = getattr(value, "code", None)  # an ObjectCode
-    if code is not None:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, ObjectCode):
+        code = value.code
         if isinstance(code, (bytes, bytearray, memoryview)):
             return bytes(code)
-        with open(code, "rb") as f:  # path-backed
+        with open(code, "rb") as f:  # path-backed: the bytes, read now
             return f.read()
-    return bytes(value)
+    raise TypeError("cache values must be bytes-like or ObjectCode, got %s" % type(value).__name__)
 
 
 class ProgramCache(ProgramCacheResource):
@@ -148,15 +169,20 @@ class ProgramCache(ProgramCacheResource):
         return group.members[_NAME]
 
     def __setitem__(self, key: Union[bytes, str], value) -> None:
-        text = _key_text(key)
+        # Value first, as cuda.core's caches check them.
         data = _as_bytes(value)
+        text = _key_text(key)
         client = self._remote()
         try:
             if client is not None:
-                from kjit._errors import KjitError  # noqa: PLC0415
+                from kjit._errors import FailedPrecondition, KjitError  # noqa: PLC0415
                 try:
-                    client.put_blob(self.namespace, text, _NAME, data)
+                    # The program's bytes replace what is stored; its group
+                    # (one name) stays as it is, or is put the first time.
+                    client.put_blob(self.namespace, text, _NAME, data, replace=True)
                     client.put_blob_group(self.namespace, text, _NAME, [_NAME])
+                except FailedPrecondition:
+                    raise  # kjitd answered and did not store it (a shared namespace's other bytes, no cache)
                 except KjitError as error:
                     self._failed(error)
         finally:
