@@ -363,6 +363,59 @@ def test_unit_a_wait_that_timed_out_compiles_and_still_shares(uninstalled, monke
     assert [p[0] for p in client.puts] == ["blob", "group"]
 
 
+class FullQueue(kjit.Client):
+    """A real client whose compiles kjitd refuses as a full queue: this
+    process compiles for itself, under claims and puts the real daemon keeps."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.claimed_keys = []
+
+    def compile(self, source, **kwargs):
+        raise full_queue()
+
+    def claim_blob_group(self, namespace, key, group, wait=0.0, **kwargs):
+        self.claimed_keys.append(key)
+        return super().claim_blob_group(namespace, key, group, wait, **kwargs)
+
+
+def test_a_second_put_of_a_kernel_keeps_the_first_cubin_in_kjit(uninstalled, monkeypatch, tmp_path, daemon):
+    """The route puts the cubin it compiled under the kernel's claim (or after
+    its wait timed out); a cubin another process put meanwhile stays, as the
+    first writer's (a cubin already loaded elsewhere is never swapped), and a
+    later process gets that one, while this process keeps its own."""
+    monkeypatch.setenv("KJIT_CUTILE_CLAIM_WAIT", "5")
+    client = FullQueue(daemon.socket)
+    other = kjit.Client(daemon.socket)
+    bytecode = tmp_path / "k.bytecode"
+    bytecode.write_bytes(b"\x7fTileIR\x00\x0d\x04 second put " + str(tmp_path).encode())
+
+    def cutile_own(fname_bytecode, compiler_options, sm_arch, timeout_sec, remarks_output_file=None,
+                   preview_features=(), linker_inputs=()):
+        # Another process, whose wait for this claim timed out, compiled and put first.
+        other.put_blob("cutile", client.claimed_keys[-1], "kernel.cubin", b"\x7fELF of another process")
+        other.put_blob_group("cutile", client.claimed_keys[-1], "cubin", ["kernel.cubin"])
+        path = Path(fname_bytecode).with_suffix(".cubin")
+        path.write_bytes(b"\x7fELF of this process")
+        return path
+
+    monkeypatch.setattr(cutile_compile, "compile_cubin", cutile_own)
+    monkeypatch.setattr(cutile_compile, "_get_compiler_version_string", lambda: "tileiras 13.4 here\n")
+    kjit.cutile.install(client=client)
+    from cuda.tile._compiler_options import CompilerOptions  # noqa: PLC0415
+    compile_once = lambda: Path(cutile_compile.compile_cubin(  # noqa: E731
+        str(bytecode), CompilerOptions(opt_level=3), "sm_90", None, remarks_output_file=None, preview_features=(),
+        linker_inputs=())).read_bytes()
+    assert compile_once() == b"\x7fELF of this process"
+    key = client.claimed_keys[-1]
+    assert other.get_blob("cutile", key, "kernel.cubin") == b"\x7fELF of another process"
+    # The next compile of the kernel finds the group and compiles nothing.
+    assert compile_once() == b"\x7fELF of another process"
+    assert kjit.cutile.stats()["local"] == 1 and kjit.cutile.stats()["shared"] == 1
+    other.close()
+    client.close()
+
+
 def test_unit_claims_can_be_turned_off(uninstalled, monkeypatch, tmp_path):
     monkeypatch.setenv("KJIT_CUTILE_CLAIM_WAIT", "0")
     client = StandIn(full_queue(), claimed()[0])

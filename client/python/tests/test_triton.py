@@ -182,3 +182,39 @@ def test_processes_started_together_assemble_each_kernel_once(daemon, tmp_path):
     assert after.claims_abandoned == before.claims_abandoned
     assert all(r["cubins"] == results[0]["cubins"] for r in results)
     assert all(len([f for f in r["cache_files"] if f.endswith(".cubin")]) == 3 for r in results)
+
+
+SECOND_PUT = """
+import os, sys
+from kjit.triton import KjitCacheManager
+manager = KjitCacheManager(sys.argv[1])
+if sys.argv[2] == "put":
+    path = manager.put(sys.argv[3].encode(), "k.cubin")
+    manager.put_group("__grp__k.json", {"k.cubin": path})
+    sys.stdout.write(open(path).read())
+else:
+    path = manager.get_file("k.cubin")
+    group = manager.get_group("__grp__k.json")
+    sys.stdout.write((open(path).read() if path else "<miss>") + " " + ",".join(sorted(group or ())))
+"""
+
+
+def test_a_second_put_of_a_key_keeps_the_first_processs_files_in_kjit(daemon, tmp_path):
+    """Triton's key covers everything a compile depends on, so a second put
+    is another process's compile of the same kernel: kjitd keeps the first
+    (files that belong together are never mixed), the second process keeps
+    its own files in its own directory, and a later process gets the first's."""
+    key = unique("second-put").ljust(64, "0")
+
+    def run(cache_dir, *args):
+        env = dict(os.environ, KJIT_SOCKET=daemon.socket, TRITON_CACHE_DIR=str(tmp_path / cache_dir),
+                   KJIT_TRITON_NAMESPACE="triton-second-put")
+        env.pop("KJIT_ADDRESS", None)
+        done = subprocess.run([sys.executable, "-c", SECOND_PUT, key, *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-4000:]
+        return done.stdout
+
+    assert run("first", "put", "cubin of the first") == "cubin of the first"
+    assert run("second", "put", "cubin of the second") == "cubin of the second"
+    assert run("later", "get") == "cubin of the first k.cubin"

@@ -49,7 +49,9 @@ full) takes the kernel's claim in kjitd first (claim_blob_group, namespace
 "cutile", keyed by this process's tileiras --version, the sm, the opt and
 debug levels and the bytecode: what cuTile keys its own cache by), or waits
 for the process holding it, at most $KJIT_CUTILE_CLAIM_WAIT seconds (default
-600; 0: no claims), and writes the cubin that process compiled. The claim is
+600; 0: no claims), and writes the cubin that process compiled. A second put
+of a kernel (after a wait that timed out) keeps the first cubin in kjitd,
+which later processes get; the process that put second uses its own. The claim is
 held while its compile runs here and given up when that compile raises (or
 the process dies), so the next waiter compiles. Without a daemon to ask, or
 for a compile that stays local, there is no claim: each process compiles.

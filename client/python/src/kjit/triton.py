@@ -19,6 +19,12 @@ Blobs live in kjitd under namespace "triton" ($KJIT_TRITON_NAMESPACE), key
 Triton's own cache key (which covers Triton's version, its backends, the
 source, the options and the target), name Triton's file name.
 
+A second put of a key keeps the first in kjitd: the key covers everything
+the compile depends on, so a second put is another process's compile of the
+same kernel, and the files of one compile are never mixed with another's.
+The process that put second keeps its own files in its own directory; every
+other process gets the first's.
+
 One compile per kernel: processes started together (or daemons sharing a
 Redis tier) would each compile every kernel they all miss. A miss takes the
 kernel's claim in kjitd (kjit.Client.claim_blob_group) or waits for the
