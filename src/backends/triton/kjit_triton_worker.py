@@ -1,0 +1,734 @@
+# kjit's Triton worker: run by a Triton build's interpreter (python -I -B) as
+# a long-lived child of a confined kjit compile worker. Triton is imported
+# once; then each request on stdin gets exactly one answer on stdout.
+#
+# Framing: a 4-byte little-endian length, then that many bytes of UTF-8 JSON
+# (one object). Requests: {"op": "describe"} and {"op": "compile", ...}; see
+# describe() and compile_job(). The child exits 0 at EOF on stdin.
+#
+# Compiles go through plain triton.compile() of the source written to a file,
+# with a cache manager that keeps every file Triton puts in memory and never
+# hits, so the bytes are those of triton.compile() in a fresh process with
+# no TRITON_* variables set (tests/triton/check_worker.py compares them).
+#
+# This text is embedded in kjitd as a C++ raw string (embed_script.cmake):
+# it must never contain that literal's closing delimiter.
+
+import base64
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+import tempfile
+import time
+import traceback
+import typing
+import warnings
+
+# The protocol owns the real stdout; fd 1 and sys.stdout become stderr, so
+# whatever Triton, LLVM or a tool prints can never corrupt a frame.
+PROTOCOL_OUT = os.fdopen(os.dup(1), "wb", buffering=0)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+# Everything that changes what Triton does comes from the request, not the
+# environment: drop the variables Triton (Python or C++) reads, then point
+# its directories into the private working directory. TRITON_DEFAULT_FP_FUSION
+# is not set although 3.9 warns without it: it is one of the variables Triton
+# copies into the metadata and the cache key, so setting it would make every
+# result differ from a plain triton.compile.
+_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_", "AMDGCN_", "PROTON_")
+_ENV_NAMES = ("USE_IR_LOC", "USE_PTX_LOC", "DISABLE_LLVM_OPT", "DISABLE_PTXAS_OPT", "PTXAS_OPTIONS", "CC",
+              "USE_STORED_HASH_ON_LOOKUP", "USE_STORED_HASH_ON_REHASH")
+for _name in list(os.environ):
+    if _name.startswith(_ENV_PREFIXES) or _name in _ENV_NAMES:
+        del os.environ[_name]
+WORK_DIR = os.getcwd()
+for _var, _sub in (("TRITON_HOME", "triton-home"), ("TRITON_CACHE_DIR", "triton-cache"),
+                   ("TRITON_DUMP_DIR", "triton-dump"), ("TRITON_OVERRIDE_DIR", "triton-override")):
+    os.environ[_var] = os.path.join(WORK_DIR, _sub)
+
+import triton  # noqa: E402
+from triton import knobs  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.runtime.cache import CacheManager  # noqa: E402
+
+TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__))
+# A log longer than this keeps its head and tail (a ptxas failure prints the
+# whole PTX).
+MAX_LOG = 1 << 20
+
+
+class JobError(Exception):
+    """A failure with the code the answer carries."""
+
+    def __init__(self, code, message, log=""):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.log = log
+
+
+# ---------------------------------------------------------------- cache
+
+
+class MemoryCache(CacheManager):
+    """Records every file Triton puts, in order, and never hits. The files
+    are written too, under the working directory (the daemon empties it
+    after each job, and so do we), since Triton reads the metadata and IR
+    back from the paths put returns to build its CompiledKernel."""
+
+    puts = []  # (file name, data) of the current job
+
+    def __init__(self, key, override=False, dump=False):
+        self.dir = os.path.join(WORK_DIR, "triton-cache", key)
+
+    def get_file(self, filename):
+        return None
+
+    def get_group(self, filename):
+        return None
+
+    def put(self, data, filename, binary=True):
+        if not isinstance(data, (bytes, bytearray, str)):
+            data = str(data)  # an MLIR module: Triton writes its text
+        MemoryCache.puts.append((filename, data))
+        os.makedirs(self.dir, exist_ok=True)
+        path = os.path.join(self.dir, filename)
+        if isinstance(data, str):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(data)
+        else:
+            with open(path, "wb") as f:
+                f.write(data)
+        return path
+
+    def put_group(self, filename, group):
+        pass
+
+
+knobs.cache.manager_class = MemoryCache
+knobs.compilation.always_compile = True
+# fbtriton asks the GPU driver for the shared memory size when it can (and
+# runs /sbin/ldconfig -p to find libcuda), falling back to a table per
+# capability: a compile must depend on the target, not on this machine's GPU.
+# A libcuda directory without libcuda makes the driver unavailable at once.
+if hasattr(knobs, "nvidia") and hasattr(type(knobs.nvidia), "libcuda_path"):
+    knobs.nvidia.libcuda_path = os.path.join(WORK_DIR, "no-libcuda")
+
+# ---------------------------------------------------------------- stage timing
+
+_stage_times = []  # [(stage, ms)] of the current job
+
+
+def _stages_hook(*args):
+    # Called with no arguments for a cache-key suffix: an empty one keeps the
+    # hash (which is in the metadata) that of a plain triton.compile. Called
+    # as (backend, stages, options, language, capability) to let us wrap the
+    # stage functions; the wrappers only time them.
+    if not args:
+        return "", ""
+    stages = args[1]
+    for name, fn in list(stages.items()):
+        stages[name] = _timed(name, fn)
+    return None
+
+
+def _timed(name, fn):
+
+    def run(src, metadata):
+        start = time.perf_counter()
+        try:
+            return fn(src, metadata)
+        finally:
+            _stage_times.append({"stage": name, "ms": round((time.perf_counter() - start) * 1000, 3)})
+
+    return run
+
+
+def _install_stage_hook():
+    runtime = getattr(knobs, "runtime", None)
+    if runtime is None or not hasattr(runtime, "add_stages_inspection_hook"):
+        return False
+    runtime.add_stages_inspection_hook = _stages_hook
+    return True
+
+
+HAS_STAGE_HOOK = _install_stage_hook()
+
+# ---------------------------------------------------------------- describe
+
+# Options a request may not set, and why; every other field of the options
+# dataclass whose type a JSON value can give is allowed.
+_REFUSED = {
+    "ir_override": "names a file Triton reads to replace a stage's IR",
+    "extern_libs": "names library files Triton links (libdevice and others)",
+    "instrumentation_mode": "turns on instrumentation, which loads runtime libraries and can write profiles",
+    "ptx_options": "passed to ptxas unchecked: ptxas options read and write files (--options-file, -o)",
+    "arch": "comes from the target",
+    "backend_name": "comes from the target",
+    "warp_size": "comes from the target",
+}
+_REFUSED_CUDA = {
+    "max_num_imprecise_acc_default": "set by Triton from the target's capability (a request's value is overwritten)",
+}
+_TYPE_NAMES = {int: "int", bool: "bool", str: "str", float: "float"}
+
+
+def _option_type(field):
+    """The request type of a dataclass field ("int", "int?", "bool", "str",
+    "str?", "float"), or None where no JSON value fits it."""
+    t = field.type
+    if isinstance(t, str):  # postponed annotations: evaluate the simple ones
+        t = {"int": int, "bool": bool, "str": str, "float": float, "Optional[int]": typing.Optional[int],
+             "Optional[str]": typing.Optional[str]}.get(t.strip(), t)
+    if t in _TYPE_NAMES:
+        name = _TYPE_NAMES[t]
+        # `ptx_version: int = None` takes None as well (Triton then picks).
+        return name + "?" if field.default is None and name in ("int", "str") else name
+    args = [a for a in typing.get_args(t) if a is not type(None)]
+    if typing.get_origin(t) is typing.Union or type(t).__name__ == "UnionType":
+        plain = [a for a in args if a in _TYPE_NAMES]
+        if len(plain) == 1 and type(None) in typing.get_args(t) and len(args) == 1:
+            return _TYPE_NAMES[plain[0]] + "?"
+        if str in plain:  # e.g. llvm_fn_attrs: str | tuple of pairs; a str is one of its forms
+            return "str"
+    return None
+
+
+def _options_of(options_class, refused_extra):
+    allowed, refused = {}, {}
+    for field in dataclasses.fields(options_class):
+        reason = _REFUSED.get(field.name) or refused_extra.get(field.name)
+        kind = None if reason else _option_type(field)
+        if reason:
+            refused[field.name] = reason
+        elif kind is None:
+            refused[field.name] = f"of type {getattr(field.type, '__name__', field.type)}, which a request cannot give"
+        else:
+            allowed[field.name] = kind
+    return allowed, refused
+
+
+def _backend_modules():
+    found = {}
+    try:
+        from triton.backends.nvidia import compiler as nvidia
+        found["cuda"] = nvidia
+    except Exception:
+        pass
+    try:
+        from triton.backends.amd import compiler as amd
+        found["hip"] = amd
+    except Exception:
+        pass
+    return found
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _run_quietly(argv):
+    import subprocess
+    try:
+        return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+                              check=False).stdout.decode("utf-8", "replace")
+    except Exception:
+        return ""
+
+
+def _ptxas_programs():
+    """[(name, path, version, {gpu names it takes})] of the bundled ptxas."""
+    found = []
+    bin_dir = os.path.join(TRITON_DIR, "backends", "nvidia", "bin")
+    for name in ("ptxas", "ptxas-blackwell"):
+        path = os.path.join(bin_dir, name)
+        if not os.access(path, os.X_OK):
+            continue
+        version = re.search(r"release (\d+\.\d+)", _run_quietly([path, "--version"]))
+        # --help lists the values --gpu-name allows (ptxas has no
+        # --list-gpu-arch), quoted and wrapped across lines.
+        help_text = re.sub(r"\s+", "", _run_quietly([path, "--help"]))
+        names = set(re.findall(r"'(sm_\d+[a-z]?)'", help_text))
+        found.append((name, path, version.group(1) if version else "", names))
+    return found
+
+
+def _cuda_archs(nvidia, ptxas):
+    """The SM numbers Triton can build: the ptxas Triton picks for an arch
+    (by number) must take the --gpu-name Triton passes it (sm_90a ...)."""
+    by_name = {name: names for name, _, _, names in ptxas}
+    numbers = sorted({int(re.match(r"sm_(\d+)", n).group(1)) for _, _, _, names in ptxas for n in names})
+    archs = []
+    for number in numbers:
+        if number < 75:  # Triton's NVIDIA backend targets Turing and later
+            continue
+        try:
+            tool = os.path.basename(nvidia.get_ptxas(number).path)
+            gpu_name = nvidia.sm_arch_from_capability(number)
+        except Exception:
+            continue
+        if gpu_name in by_name.get(tool, ()):
+            archs.append(number)
+    return archs
+
+
+# Candidate AMD processors. Which of them a build can really compile is not
+# written down anywhere (3.9's amd.get_target_triple accepts gfx1030, whose
+# compile then fails; fbtriton 3.7.4 crashes on gfx11): _probe_targets tries.
+_HIP_CANDIDATES = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1150",
+                   "gfx1151", "gfx1200", "gfx1201", "gfx1250")
+# Compiles a tiny TTIR for each target named on its command line (cuda:90,
+# hip:gfx942), printing "start T" before and "ok T" or "fail T" after each.
+# Run as a separate process of the same interpreter: a target that crashes
+# Triton ends that process, not the worker.
+_PROBE = r"""
+import os, sys, warnings
+warnings.simplefilter("ignore")
+os.dup2(2, 1)
+import triton
+from triton import knobs
+from triton.backends.compiler import GPUTarget
+knobs.compilation.always_compile = True
+with open("probe.ttir", "w") as f:
+    f.write("module {\n  tt.func public @kjit_probe(%p: !tt.ptr<f32>) {\n    %c = arith.constant 1.0 : f32\n"
+            "    tt.store %p, %c : !tt.ptr<f32>\n    tt.return\n  }\n}\n")
+out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+for name in sys.argv[2:]:
+    backend, arch = name.split(":")
+    out.write("start " + name + "\n")
+    try:
+        if backend == "cuda":
+            target = GPUTarget("cuda", int(arch), 32)
+        else:
+            target = GPUTarget("hip", arch, 32 if int(arch[3:-2]) >= 10 else 64)
+        triton.compile("probe.ttir", target=target, options={"enable_fp_fusion": True})
+        out.write("ok " + name + "\n")
+    except Exception:
+        out.write("fail " + name + "\n")
+"""
+
+
+def _probe_targets(targets):
+    """The subset of targets (["cuda:90", "hip:gfx942"]) a tiny TTIR
+    compiles for, each tried in a child interpreter (restarted past a
+    target that kills it)."""
+    import subprocess
+    accepted, left = [], list(targets)
+    probe_dir = os.path.join(WORK_DIR, "triton-probe")
+    os.makedirs(probe_dir, exist_ok=True)
+    try:
+        while left:
+            read_fd, write_fd = os.pipe()
+            proc = subprocess.Popen([sys.executable, "-I", "-B", "-c", _PROBE, str(write_fd)] + left,
+                                    cwd=probe_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, pass_fds=(write_fd, ))
+            os.close(write_fd)
+            with os.fdopen(read_fd) as lines:
+                current = None
+                for line in lines:
+                    word, _, name = line.strip().partition(" ")
+                    if word == "start":
+                        current = name
+                        continue
+                    if word == "ok":
+                        accepted.append(name)
+                    left.remove(name)
+                    current = None
+            proc.wait()
+            if current is not None:
+                left.remove(current)  # it took the probe down
+            elif left:
+                break  # the probe ended without trying the rest: give up on them
+    finally:
+        shutil.rmtree(probe_dir, ignore_errors=True)
+    return accepted
+
+
+def _distribution():
+    import importlib.metadata as metadata
+    names = metadata.packages_distributions().get("triton", []) if hasattr(metadata,
+                                                                          "packages_distributions") else []
+    for name in list(names) + ["fbtriton", "triton"]:
+        try:
+            return name, metadata.version(name)
+        except Exception:
+            continue
+    return "triton", triton.__version__
+
+
+def _unique(paths):
+    out = []
+    for p in paths:
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def _read_paths():
+    paths = [sys.prefix, sys.base_prefix, TRITON_DIR] + [p for p in sys.path if p and os.path.isdir(p)]
+    out = []
+    for p in paths:
+        for q in (os.path.abspath(p), os.path.realpath(p)):
+            if q not in out:
+                out.append(q)
+    return out
+
+
+_description = None
+_cuda_arch_set = None
+_hip_arch_set = None
+
+
+def describe():
+    global _description, _cuda_arch_set, _hip_arch_set
+    if _description is not None:
+        return _description
+    modules = _backend_modules()
+    ptxas = _ptxas_programs() if "cuda" in modules else []
+    options, refused = {}, {}
+    if "cuda" in modules:
+        options["cuda"], refused_cuda = _options_of(modules["cuda"].CUDAOptions, _REFUSED_CUDA)
+        refused.update(refused_cuda)
+    if "hip" in modules:
+        options["hip"], refused_hip = _options_of(modules["hip"].HIPOptions, {})
+        refused.update(refused_hip)
+    # What ptxas takes narrows the SM numbers; a compile of each decides.
+    candidates = [f"cuda:{a}" for a in _cuda_archs(modules["cuda"], ptxas)] if "cuda" in modules else []
+    candidates += [f"hip:{a}" for a in _HIP_CANDIDATES] if "hip" in modules else []
+    accepted = _probe_targets(candidates)
+    cuda_archs = [int(t[5:]) for t in accepted if t.startswith("cuda:")]
+    hip_archs = [t[4:] for t in accepted if t.startswith("hip:")]
+    plugins_dir = os.path.join(TRITON_DIR, "plugins")
+    plugins = sorted(
+        os.path.join(plugins_dir, f) for f in os.listdir(plugins_dir)
+        if f.endswith(".so")) if os.path.isdir(plugins_dir) else []
+    try:
+        import importlib
+        importlib.import_module("triton.language.extra.tlx")
+        tlx = True
+    except Exception:
+        tlx = False
+    distribution, version = _distribution()
+    _description = {
+        "ok": True,
+        "distribution": distribution,
+        "version": version,
+        "name": f"{distribution}-{version}",
+        "triton_version": triton.__version__,
+        "python": sys.version.split()[0],
+        "backends": [{"cuda": "nvidia", "hip": "amd"}[b] for b in ("cuda", "hip") if b in modules],
+        "cuda_archs": cuda_archs,
+        "hip_archs": hip_archs,
+        "options": options,
+        "refused_options": refused,
+        "libtriton_sha256": _sha256(os.path.join(TRITON_DIR, "_C", "libtriton.so")),
+        "ptxas": [{"path": path, "sha256": _sha256(path), "version": version} for _, path, version, _ in ptxas],
+        # ptxas is the only program a compile starts (make_cubin, and
+        # `ptxas --version` for the backend's hash); AMD links in process.
+        # describe also runs this interpreter (the target probe).
+        "executables": _unique([path for _, path, _, _ in ptxas] + [sys.executable, os.path.realpath(sys.executable)]),
+        "read_paths": _read_paths(),
+        "plugins": plugins,
+        "tlx": tlx,
+        "stage_timing": HAS_STAGE_HOOK,
+    }
+    _cuda_arch_set = set(cuda_archs)
+    _hip_arch_set = set(hip_archs)
+    return _description
+
+
+# ---------------------------------------------------------------- compile
+
+
+class _Capture:
+    """Sends fds 1 and 2 (and Python's warnings) to a temporary file for the
+    length of a job: MLIR diagnostics, LLVM and ptxas print there directly."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self.file = tempfile.TemporaryFile(dir=WORK_DIR)
+        self.saved = (os.dup(1), os.dup(2))
+        os.dup2(self.file.fileno(), 1)
+        os.dup2(self.file.fileno(), 2)
+        self.warnings = warnings.catch_warnings()
+        self.warnings.__enter__()
+        warnings.simplefilter("always")  # every job logs its own warnings
+        self.text = ""
+        return self
+
+    def __exit__(self, *exc):
+        self.warnings.__exit__(*exc)
+        sys.stderr.flush()
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        for fd in self.saved:
+            os.close(fd)
+        self.file.seek(0)
+        data = self.file.read()
+        self.file.close()
+        if len(data) > MAX_LOG:
+            data = data[:MAX_LOG // 2] + b"\n[... log cut ...]\n" + data[-MAX_LOG // 2:]
+        self.text = data.decode("utf-8", "replace")
+        return False
+
+
+def _write_source(source, ir):
+    path = os.path.join(WORK_DIR, f"kernel.{ir}")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    return path
+
+
+def _compile_file(path, target, options):
+    MemoryCache.puts = []
+    del _stage_times[:]
+    # Triton's warn_once is cached per process; clear it so every job's log
+    # has the warnings its compile raises, not only the first job's.
+    warn_once = getattr(getattr(triton, "_utils", None), "warn_once", None)
+    if hasattr(warn_once, "cache_clear"):
+        warn_once.cache_clear()
+    try:
+        return triton.compile(path, target=target, options=options)
+    finally:
+        shutil.rmtree(os.path.join(WORK_DIR, "triton-cache"), ignore_errors=True)
+
+
+def _ir_kind(request):
+    ir = request.get("ir")
+    if ir is not None:
+        if ir not in ("ttir", "ttgir", "glir"):
+            raise JobError("invalid_argument", f"unknown ir {ir!r}: ttir, ttgir or glir")
+        return ir
+    # TTGIR carries ttg.num-warps on its module. So does the TTIR of a TLX
+    # kernel (tlx.has_explicit_local_mem_access, before any layout is
+    # assigned): a module without a distributed layout is still TTIR.
+    head = request["source"]
+    if "ttg.num-warps" not in head:
+        return "ttir"
+    if "tlx.has_explicit_local_mem_access" in head and not re.search(r"#ttg\.(blocked|slice|linear)<", head):
+        return "ttir"
+    return "ttgir"
+
+
+def _target(request, description):
+    target = request.get("target")
+    if not isinstance(target, dict):
+        raise JobError("invalid_argument", "target must be an object {backend, arch, warp_size}")
+    backend, arch, warp_size = target.get("backend"), target.get("arch"), target.get("warp_size")
+    if backend not in ("cuda", "hip"):
+        raise JobError("invalid_argument", f"unknown backend {backend!r}: cuda or hip")
+    if backend not in description["options"]:
+        raise JobError("failed_precondition", f"this Triton build has no {backend} backend")
+    if backend == "cuda":
+        if not isinstance(arch, int) or isinstance(arch, bool):
+            raise JobError("invalid_argument", f"a cuda arch is an SM number like 90, not {arch!r}")
+        if arch not in _cuda_arch_set:
+            raise JobError("failed_precondition",
+                           f"{description['name']} cannot build sm_{arch}; it builds {sorted(_cuda_arch_set)}")
+        expected_warp = 32
+    else:
+        if not isinstance(arch, str):
+            raise JobError("invalid_argument", f"a hip arch is a name like gfx942, not {arch!r}")
+        if arch not in _hip_arch_set:
+            raise JobError("failed_precondition",
+                           f"{description['name']} cannot build {arch}; it builds {sorted(_hip_arch_set)}")
+        expected_warp = 32 if int(arch[3:-2] or 0) >= 10 else 64
+    if warp_size is None:
+        warp_size = expected_warp
+    if warp_size != expected_warp:
+        raise JobError("invalid_argument", f"{backend}:{arch} has a warp size of {expected_warp}, not {warp_size!r}")
+    return GPUTarget(backend, arch, warp_size)
+
+
+def _check_options(backend, options, description):
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise JobError("invalid_argument", "options must be an object")
+    known = description["options"][backend]
+    for name, value in options.items():
+        if name in description["refused_options"] and name not in known:
+            raise JobError("invalid_argument",
+                           f"option {name} may not be set: {description['refused_options'][name]}")
+        kind = known.get(name)
+        if kind is None:
+            raise JobError("invalid_argument", f"unknown option {name!r}; known: {', '.join(sorted(known))}")
+        base = kind.rstrip("?")
+        if value is None and kind.endswith("?"):
+            continue
+        fits = {
+            "int": isinstance(value, int) and not isinstance(value, bool),
+            "bool": isinstance(value, bool),
+            "str": isinstance(value, str),
+            "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        }[base]
+        if not fits:
+            raise JobError("invalid_argument", f"option {name} takes {kind}, not {value!r}")
+    # Ranges Triton checks with assertions (or not at all).
+    for name in ("num_warps", "num_ctas"):
+        value = options.get(name)
+        if value is not None and (value < 1 or value & (value - 1) or value > 64):
+            raise JobError("invalid_argument", f"option {name} must be a power of two from 1 to 64, not {value}")
+    if options.get("num_stages") is not None and not 0 <= options["num_stages"] <= 16:
+        raise JobError("invalid_argument", f"option num_stages must be from 0 to 16, not {options['num_stages']}")
+    if options.get("maxnreg") is not None and not 16 <= options["maxnreg"] <= 255:
+        raise JobError("invalid_argument", f"option maxnreg must be from 16 to 255, not {options['maxnreg']}")
+    return dict(options)
+
+
+_loaded_plugins = set()
+
+
+def _load_plugins(paths):
+    if not paths:
+        return
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise JobError("invalid_argument", "plugins must be a list of paths")
+    from triton._C.libtriton import passes
+    plugin = getattr(passes, "plugin", None)
+    extend_with = getattr(plugin, "extend_with", None)
+    if extend_with is None:
+        raise JobError("failed_precondition", "this Triton build cannot load pass plugins (no passes.plugin.extend_with)")
+    for path in paths:
+        if path in _loaded_plugins:
+            continue
+        if not os.path.isabs(path) or not os.path.isfile(path):
+            raise JobError("invalid_argument", f"plugin {path!r} is not an absolute path to a file")
+        with _Capture() as capture:
+            try:
+                extend_with(path)
+            except Exception as e:
+                error = e
+            else:
+                error = None
+        if error is not None:
+            raise JobError("invalid_argument", f"cannot load plugin {path}: {_one_line(error)}",
+                           capture.text + "".join(traceback.format_exception(error)))
+        _loaded_plugins.add(path)
+
+
+def _one_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:500]
+
+
+def compile_job(request):
+    description = describe()
+    source = request.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise JobError("invalid_argument", "source must be the MLIR text of a module")
+    ir = _ir_kind(request)
+    target = _target(request, description)
+    options = _check_options(target.backend, request.get("options"), description)
+    _load_plugins(request.get("plugins"))
+    path = _write_source(source, ir)
+
+    error = None
+    with _Capture() as capture:
+        try:
+            kernel = _compile_file(path, target, options)
+        except Exception as e:  # Triton reports bad input as any exception
+            error = e
+    log = capture.text
+    if error is not None:
+        log += "".join(traceback.format_exception(error))
+        # ptxas that cannot start is the machine's fault, not the input's.
+        code = "failed_precondition" if isinstance(error, OSError) else "invalid_argument"
+        if isinstance(error, MemoryError):
+            code = "internal"
+        raise JobError(code, _one_line(error), log)
+
+    binary_ext = "cubin" if target.backend == "cuda" else "hsaco"
+    name = kernel.metadata.name
+    binary = metadata_json = None
+    files = {}
+    for filename, data in MemoryCache.puts:
+        if filename.endswith("." + binary_ext):
+            binary = bytes(data)
+        elif filename.endswith(".json"):
+            metadata_json = data
+        if not isinstance(data, (bytes, bytearray)):
+            files[filename] = data
+    MemoryCache.puts = []
+    if binary is None or metadata_json is None:
+        raise JobError("internal", f"Triton put no .{binary_ext} or no .json for {name}", log)
+    return {
+        "ok": True,
+        "name": name,
+        "binary_ext": binary_ext,
+        "binary_b64": base64.b64encode(binary).decode("ascii"),
+        "metadata_json": metadata_json,
+        "files": files,
+        "stages": list(_stage_times),
+        "log": log,
+    }
+
+
+# ---------------------------------------------------------------- protocol
+
+
+def read_request(stream):
+    header = stream.read(4)
+    if len(header) == 0:
+        return None
+    if len(header) < 4:
+        raise EOFError("stdin ended inside a frame header")
+    (size, ) = struct.unpack("<I", header)
+    body = stream.read(size)
+    if len(body) < size:
+        raise EOFError("stdin ended inside a frame")
+    return body
+
+
+def write_answer(answer):
+    body = json.dumps(answer).encode("utf-8")
+    PROTOCOL_OUT.write(struct.pack("<I", len(body)) + body)
+
+
+def answer_for(body):
+    try:
+        request = json.loads(body.decode("utf-8"))
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object")
+    except (ValueError, UnicodeDecodeError) as e:
+        return {"ok": False, "code": "invalid_argument", "message": f"not a JSON request: {e}", "log": ""}
+    op = request.get("op")
+    try:
+        if op == "describe":
+            return describe()
+        if op == "compile":
+            return compile_job(request)
+        return {"ok": False, "code": "invalid_argument", "message": f"unknown op {op!r}: describe or compile",
+                "log": ""}
+    except JobError as e:
+        return {"ok": False, "code": e.code, "message": e.message, "log": e.log}
+    except Exception as e:
+        return {"ok": False, "code": "internal", "message": _one_line(e), "log": traceback.format_exc()}
+
+
+def main():
+    stdin = sys.stdin.buffer
+    while True:
+        try:
+            body = read_request(stdin)
+        except EOFError:
+            PROTOCOL_OUT.close()
+            return 0
+        if body is None:
+            PROTOCOL_OUT.close()
+            return 0
+        write_answer(answer_for(body))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
