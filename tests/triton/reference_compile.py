@@ -1,0 +1,95 @@
+"""Plain triton.compile of a TTIR/TTGIR file, no kjit code: the reference a
+kjit Triton compile is compared with byte for byte.
+
+    <venv>/bin/python reference_compile.py FILE.ttir --target cuda:90 \
+        [--option num_warps=8 ...] --out DIR
+
+Run it in a fresh process. Every TRITON_* variable is removed and the cache
+goes to a new temporary directory, so the compile is Triton's defaults and
+never a cache hit; it compiles from that (empty) directory, since ptxas 12
+embeds the mtime of files it finds under the names in the line info. Writes DIR/<name>.<cubin|hsaco>, DIR/<name>.json (the
+metadata file exactly as Triton wrote it) and DIR/result.json
+({"name", "binary", "metadata", "ms"}). On a compile error writes
+DIR/error.txt and exits 1.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+
+def parse_value(text):
+    # Options come as name=value: ints, true/false, else a string.
+    if text in ("true", "True"):
+        return True
+    if text in ("false", "False"):
+        return False
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file")
+    parser.add_argument("--target", required=True, help="cuda:90, hip:gfx942 ...")
+    parser.add_argument("--option", action="append", default=[], help="name=value")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+
+    for name in [k for k in os.environ if k.startswith("TRITON_")]:
+        del os.environ[name]
+    cache = tempfile.mkdtemp(prefix="kjit-reference-")
+    os.environ["TRITON_CACHE_DIR"] = cache
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    backend, arch = args.target.split(":", 1)
+    target = GPUTarget(backend, int(arch) if backend == "cuda" else arch, 32 if backend == "cuda" else 64)
+    options = {}
+    for item in args.option:
+        name, _, value = item.partition("=")
+        options[name] = parse_value(value)
+
+    # Compile from an empty directory, as kjit's worker does: ptxas before
+    # 13 records the size and mtime of each source file a .file directive
+    # names when it can find it, relative paths from the working directory.
+    args.file = os.path.abspath(args.file)
+    args.out = os.path.abspath(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    os.chdir(cache)
+    start = time.perf_counter()
+    try:
+        kernel = triton.compile(args.file, target=target, options=options)
+    except Exception:
+        with open(os.path.join(args.out, "error.txt"), "w") as f:
+            f.write(traceback.format_exc())
+        shutil.rmtree(cache, ignore_errors=True)
+        return 1
+    ms = (time.perf_counter() - start) * 1000
+    name = kernel.metadata.name
+    ext = "cubin" if backend == "cuda" else "hsaco"
+    # The files Triton itself put in its cache, not re-serialised ones.
+    group = kernel.metadata_group
+    metadata_file = next(path for file, path in group.items() if file.endswith(".json"))
+    binary_file = next(path for file, path in group.items() if file.endswith("." + ext))
+    shutil.copyfile(binary_file, os.path.join(args.out, f"{name}.{ext}"))
+    shutil.copyfile(metadata_file, os.path.join(args.out, f"{name}.json"))
+    with open(os.path.join(args.out, "result.json"), "w") as f:
+        json.dump({"name": name, "binary": f"{name}.{ext}", "metadata": f"{name}.json", "ms": ms}, f)
+    shutil.rmtree(cache, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
