@@ -195,7 +195,11 @@ def check_describe(results, d, python):
 
 def check_matrix(results, python, worker, d, targets, kernels, jobs, timings):
     """Every (kernel, target): the warm worker's answer against a fresh
-    reference process (references run in parallel with the worker)."""
+    reference process (references run in parallel with the worker). A target
+    describe does not list must be refused (failed_precondition). Triton
+    aborts the process on some inputs (LLVM ERROR: Cannot select): a worker
+    that dies where the reference dies too is restarted and counted as
+    "both fail"; returns the matrix and the worker to go on with."""
     entries = [(k, p, o) for k, p, o in corpus(d) if kernels is None or k in kernels]
     cells = [(k, p, o, t) for t in targets for k, p, o in entries]
     matrix = {}
@@ -204,11 +208,33 @@ def check_matrix(results, python, worker, d, targets, kernels, jobs, timings):
         for kernel, path, options, target in cells:
             with open(path) as f:
                 source = f.read()
+            label = f"{kernel} {target}"
             started = time.perf_counter()
-            answer = worker.ask({"op": "compile", "source": source, "target": parse_target(target), "options": options})
+            try:
+                answer = worker.ask({"op": "compile", "source": source, "target": parse_target(target),
+                                     "options": options})
+            except RuntimeError as e:
+                answer = {"ok": False, "code": "crashed", "message": str(e)[:200], "log": ""}
+                worker.close()
+                worker = Worker(python)
+                worker.ask({"op": "describe"})
             worker_ms = (time.perf_counter() - started) * 1000
             binary, metadata, ref_ms, ref_error = refs[(kernel, target)].result()
-            label = f"{kernel} {target}"
+            spec = parse_target(target)
+            listed = spec["arch"] in (d["cuda_archs"] if spec["backend"] == "cuda" else d["hip_archs"])
+            if not listed:
+                ok = results.check(answer.get("code") == "failed_precondition", f"{label}: not in describe, refused",
+                                   str(answer.get("message")))
+                matrix[label] = "refused (arch not built)" if ok else "MISMATCH (arch not listed)"
+                print(f"  {label}: {answer.get('code')} {answer.get('message', '')[:100]}; reference: "
+                      f"{'fails' if ref_error else 'compiles'}", flush=True)
+                continue
+            if answer.get("code") == "crashed":
+                ok = results.check(ref_error is not None, f"{label}: the worker crashed, so must the reference")
+                matrix[label] = "both crash (Triton aborts)" if ok else "MISMATCH (worker crashed)"
+                print(f"  {label}: worker crashed; reference: "
+                      f"{ref_error.strip().splitlines()[-1][:120] if ref_error else 'compiles'}", flush=True)
+                continue
             if ref_error is not None:
                 ok = results.check(not answer["ok"] and answer["code"] == "invalid_argument" and answer["log"],
                                    f"{label}: the reference fails, so must the worker",
@@ -241,7 +267,7 @@ def check_matrix(results, python, worker, d, targets, kernels, jobs, timings):
             timings.append((label, worker_ms, ref_ms, [s["stage"] for s in answer["stages"]]))
             print(f"  {label}: {matrix[label]}; worker {worker_ms:.0f} ms, fresh reference {ref_ms:.0f} ms",
                   flush=True)
-    return matrix
+    return matrix, worker
 
 
 def _metadata_diff(a, b):
@@ -407,7 +433,7 @@ def main():
 
     timings = []
     print("matrix:", flush=True)
-    matrix = check_matrix(results, args.python, worker, d, targets, kernels, args.jobs, timings)
+    matrix, worker = check_matrix(results, args.python, worker, d, targets, kernels, args.jobs, timings)
     print("bad inputs:", flush=True)
     check_bad_inputs(results, worker, d)
     print("plugins:", flush=True)

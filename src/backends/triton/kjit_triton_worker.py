@@ -117,7 +117,7 @@ knobs.compilation.always_compile = True
 # runs /sbin/ldconfig -p to find libcuda), falling back to a table per
 # capability: a compile must depend on the target, not on this machine's GPU.
 # A libcuda directory without libcuda makes the driver unavailable at once.
-if hasattr(knobs, "nvidia") and hasattr(type(knobs.nvidia), "libcuda_path"):
+if "libcuda_path" in dir(type(getattr(knobs, "nvidia", None))):
     knobs.nvidia.libcuda_path = os.path.join(WORK_DIR, "no-libcuda")
 
 # ---------------------------------------------------------------- stage timing
