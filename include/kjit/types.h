@@ -11,7 +11,7 @@
 namespace kjit {
 
 // tileir: Tile IR bytecode (cuTile's output), assembled by tileiras.
-enum class InputKind { cuda_source, ptx, llvm_ir, llvm_bitcode, hip_source, tileir };
+enum class InputKind { cuda_source, ptx, llvm_ir, llvm_bitcode, hip_source, tileir, triton };
 // fatbin: several targets' cubins and PTX in one file, the answer to a
 // request with several targets; never a cache entry of its own.
 // hsaco: an AMD GPU code object (ELF). hip_bundle: several gfx targets'

@@ -77,6 +77,8 @@ void to_record(const Artifact& artifact, internal::ArtifactRecord& record) {
   }
   record.set_pipeline(artifact.pipeline);
   record.set_toolkit(artifact.toolkit);
+  record.set_triton_metadata(artifact.triton_metadata);
+  record.set_triton_build(artifact.triton_build);
   for (const std::string& note : artifact.notes) record.add_notes(note);
 }
 
@@ -104,6 +106,8 @@ Result<Artifact> from_record(internal::ArtifactRecord&& record) {
     a.key_components.push_back(KeyComponent{std::move(*component.mutable_name()), std::move(*component.mutable_value())});
   a.pipeline = std::move(*record.mutable_pipeline());
   a.toolkit = std::move(*record.mutable_toolkit());
+  a.triton_metadata = std::move(*record.mutable_triton_metadata());
+  a.triton_build = std::move(*record.mutable_triton_build());
   for (std::string& note : *record.mutable_notes()) a.notes.push_back(std::move(note));
   return a;
 }

@@ -21,6 +21,10 @@ struct Artifact {
   std::vector<KeyComponent> key_components;        // what the key was derived from
   std::string pipeline;                            // the effective pipeline's name
   std::vector<std::string> notes;                  // e.g. "PTX returned: toolkit 13.0 cannot build sm_107"
+  // Triton input: the kernel's metadata as Triton writes it (JSON), and the
+  // Triton build that compiled it ("triton-3.9.0").
+  std::string triton_metadata;
+  std::string triton_build;
   std::string toolkit;  // what built it: the CUDA toolkit, "13.5 (local: /path)"; for hip: "HIPRTC 5.2.21153 (...)" or "LLVM 19.1.7 + lld"
 };
 

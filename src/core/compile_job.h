@@ -24,6 +24,10 @@ struct CompileJob {
   // When the toolkit cannot build a cubin for the target (sm_107 with CUDA
   // 13.0), answer with the PTX for the driver to JIT instead of an error.
   bool allow_ptx_fallback = false;
+  // Triton input: the Triton build it is compiled with, as resolved by the
+  // daemon ("triton-3.9.0"); its Triton options are in `options` as
+  // "name=value".
+  std::string triton_build;
   bool operator==(const CompileJob&) const = default;
 };
 
@@ -45,6 +49,7 @@ void for_each_field(Job& job, Visit&& visit) {
   visit("pipeline", job.pipeline);
   visit("pass_args", job.pass_args);
   visit("allow_ptx_fallback", job.allow_ptx_fallback);
+  visit("triton_build", job.triton_build);
 }
 
 }  // namespace kjit

@@ -18,6 +18,7 @@ constexpr auto k_input_kinds = std::to_array<InputKindInfo>({
     {InputKind::llvm_bitcode, "llvm-bitcode", "input.bc", false, false, OptionFamily::llvm, "llvm"},
     {InputKind::hip_source, "hip-source", "input.hip", true, true, OptionFamily::hip_source, "hip-source"},
     {InputKind::tileir, "tileir", "input.tileirbc", false, false, OptionFamily::tileir, "tileir", k_tileir_magic},
+    {InputKind::triton, "triton", "input.ttir", true, false, OptionFamily::triton, "triton"},
 });
 
 constexpr InputKindInfo k_unknown{InputKind{-1}, "unknown", "input", true, false, OptionFamily::none, ""};

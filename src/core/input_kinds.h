@@ -19,6 +19,7 @@ enum class OptionFamily {
   hip_source,   // HIPRTC's front-end options
   llvm,         // the options the LLVM stages read (IR, text or bitcode)
   tileir,       // tileiras' options: optimization level, line info, debug info
+  triton,       // Triton's own options ("num_warps=8"), checked against the build's options class
 };
 
 struct InputKindInfo {

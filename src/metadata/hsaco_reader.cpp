@@ -240,12 +240,21 @@ Result<KernelInfo> read_kernel(const msgpack::object& entry, size_t index,
   return kernel;
 }
 
-// "amdgcn-amd-amdhsa--gfx90a:xnack-" -> "gfx90a".
+// "amdgcn-amd-amdhsa--gfx90a:xnack-" -> "gfx90a". Newer LLVMs (Triton's own)
+// spell the architecture and environment into the id instead:
+// "amdgpu9.42-amd-amdhsa-unknown-gfx942".
+constexpr std::string_view k_newer_target_infix = "-amd-amdhsa-";
 Result<std::string> processor_of(std::string_view target_id) {
-  if (!target_id.starts_with(k_target_prefix))
+  std::string_view processor;
+  if (target_id.starts_with(k_target_prefix)) {
+    processor = target_id.substr(k_target_prefix.size());
+  } else if (target_id.starts_with("amdgpu") && target_id.find(k_newer_target_infix) != std::string_view::npos) {
+    processor = target_id.substr(0, target_id.find(':'));
+    processor = processor.substr(processor.rfind('-') + 1);
+  } else {
     return malformed("amdhsa.target \"" + std::string(target_id) + "\" does not start with \"" +
                      std::string(k_target_prefix) + "\"");
-  std::string_view processor = target_id.substr(k_target_prefix.size());
+  }
   processor = processor.substr(0, processor.find(':'));
   if (!processor.starts_with("gfx") || processor.size() == 3)
     return malformed("amdhsa.target \"" + std::string(target_id) + "\" names no gfx processor");

@@ -24,6 +24,7 @@
 #include "pipeline/header_set.h"
 #include "pipeline/hip_options.h"
 #include "pipeline/tileir_passes.h"
+#include "pipeline/triton_passes.h"
 
 namespace kjit {
 namespace {
@@ -222,6 +223,7 @@ void register_builtin_passes(PassRegistry& registry) {
   registry.add({"ptx-retarget", "1", IrKind::ptx, IrKind::ptx, {}, "builtin", run_ptx_retarget, declares_nothing});
   register_amd_passes(registry);
   register_tileir_passes(registry);
+  register_triton_passes(registry);
 }
 
 }  // namespace kjit

@@ -63,6 +63,9 @@ CacheKey compile_key(const KeyInputs& in) {
   c.push_back({"options", joined(job.options)});
   c.push_back({"artifact", std::string(to_string(job.wanted))});
   if (job.allow_ptx_fallback) c.push_back({"ptx_fallback", "allowed"});
+  // The build by name; what it is (its version and binaries' digests) comes
+  // from its pass's declaration.
+  if (!job.triton_build.empty()) c.push_back({"triton.build", job.triton_build});
   c.push_back({"pipeline", in.pipeline.name + ": " + (in.pipeline_description
                                                           ? *in.pipeline_description
                                                           : describe_for_key(in.pipeline, in.registry))});

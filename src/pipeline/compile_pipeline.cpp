@@ -270,9 +270,10 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
   bool cubin_possible = static_cast<bool>(check_toolkit_supports(toolkit, job.target));
   bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
   std::map<std::string, std::string> lowered;
-  PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_, caller_namespace};
+  PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_, caller_namespace, &artifact.triton_metadata};
   Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
                                          ir_kind_of(job.input_kind), stop_at_ptx);
+  artifact.triton_build = job.triton_build;
   if (!run) return run.error();
   artifact.timings = std::move(run->stages);
   artifact.log = std::move(run->log);
@@ -321,9 +322,10 @@ Result<Artifact> CompilePipeline::run_amd(const CompileJob& job, const CompilePl
                                           std::string_view caller_namespace) const {
   artifact.toolkit = toolchains_of(plan.pipeline, registry_, {});
   std::map<std::string, std::string> lowered;
-  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_, caller_namespace};
+  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_, caller_namespace, &artifact.triton_metadata};
   Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
                                          ir_kind_of(job.input_kind), false);
+  artifact.triton_build = job.triton_build;
   if (!run) return run.error();
   artifact.timings = std::move(run->stages);
   artifact.log = std::move(run->log);

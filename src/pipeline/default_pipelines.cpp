@@ -38,6 +38,15 @@ const std::vector<PipelineSpec>& default_pipelines() {
            {"tileiras", IrKind::tileir, IrKind::cubin, {"tileiras-assemble"}},
        },
        {}},
+      // Triton IR: the chosen Triton build runs its own stages (TTIR, TTGIR,
+      // LLIR, PTX, cubin) in a Triton worker; their times come back as the
+      // pass's log and the artifact's Triton metadata.
+      {"triton-nvidia",
+       {InputKind::triton},
+       {
+           {"triton", IrKind::triton, IrKind::cubin, {"triton-compile"}},
+       },
+       {}},
       // AMD pipelines: code objects for hip: targets.
       {"hip-amdgpu",
        {InputKind::hip_source},
@@ -53,6 +62,12 @@ const std::vector<PipelineSpec>& default_pipelines() {
            {"lld", IrKind::amdgcn_object, IrKind::hsaco, {"lld-link"}},
        },
        {{"llvm-passes.pipeline", "default<O3>"}}},
+      {"triton-amd",
+       {InputKind::triton},
+       {
+           {"triton", IrKind::triton, IrKind::hsaco, {"triton-compile-amd"}},
+       },
+       {}},
   };
   return pipelines;
 }

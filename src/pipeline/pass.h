@@ -26,6 +26,10 @@ struct PassContext {
   // the request's own headers are kept per namespace (header_set.h). Never
   // in the key: no pass's output may depend on it.
   std::string_view caller_namespace;
+  // Where a pass that runs Triton's pipeline leaves the metadata Triton
+  // wrote beside the binary (the artifact's triton_metadata); null where
+  // nobody reads it.
+  std::string* triton_metadata = nullptr;
 };
 
 struct PassOutput {

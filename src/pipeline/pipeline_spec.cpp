@@ -8,7 +8,7 @@
 namespace kjit {
 namespace {
 
-constexpr std::array<std::pair<IrKind, std::string_view>, 8> k_ir_kinds{{
+constexpr std::array<std::pair<IrKind, std::string_view>, 9> k_ir_kinds{{
     {IrKind::cuda_source, "cuda-source"},
     {IrKind::ptx, "ptx"},
     {IrKind::llvm, "llvm"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<IrKind, std::string_view>, 8> k_ir_kinds{{
     {IrKind::amdgcn_object, "amdgcn-object"},
     {IrKind::hsaco, "hsaco"},
     {IrKind::tileir, "tileir"},
+    {IrKind::triton, "triton"},
 }};
 
 constexpr std::array<std::pair<EditOp, std::string_view>, 6> k_edit_ops{{

@@ -18,8 +18,9 @@ namespace kjit {
 // What flows between passes. "llvm" is LLVM IR as text or bitcode;
 // "amdgcn-object" an AMDGPU relocatable object, which a link makes a code
 // object ("hsaco"); "tileir" Tile IR bytecode, which tileiras assembles into
-// a cubin.
-enum class IrKind { cuda_source, ptx, llvm, cubin, hip_source, amdgcn_object, hsaco, tileir };
+// a cubin; "triton" Triton IR (TTIR, TTGIR, Gluon's), which a Triton
+// build's own pipeline lowers to a cubin or a code object.
+enum class IrKind { cuda_source, ptx, llvm, cubin, hip_source, amdgcn_object, hsaco, tileir, triton };
 std::string_view to_string(IrKind kind);
 std::optional<IrKind> parse_ir_kind(std::string_view text);
 IrKind ir_kind_of(InputKind input);

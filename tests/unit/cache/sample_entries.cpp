@@ -56,6 +56,8 @@ CacheEntry make_entry(const std::string& key, std::string payload) {
   a.pipeline = "cuda-source>cubin";
   a.notes = {"a note"};
   a.toolkit = "13.5 (local: /opt/wheels/nvidia/cu13)";
+  a.triton_metadata = "{\"name\": \"k\", \"shared\": 1024}";
+  a.triton_build = "triton-3.9.0";
   return entry;
 }
 
@@ -112,6 +114,8 @@ void expect_same_entry(const CacheEntry& actual, const CacheEntry& expected) {
   EXPECT_EQ(a.pipeline, e.pipeline);
   EXPECT_EQ(a.toolkit, e.toolkit);
   EXPECT_EQ(a.notes, e.notes);
+  EXPECT_EQ(a.triton_metadata, e.triton_metadata);
+  EXPECT_EQ(a.triton_build, e.triton_build);
 }
 
 }  // namespace kjit::test

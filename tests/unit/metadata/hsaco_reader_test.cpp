@@ -225,6 +225,13 @@ TEST(HsacoReaderInput, MetadataFillsTheKernelInfo) {
 
 // msgpack lets a writer pick any integer form that holds the value; the
 // reader must take each (this fails if it reads only one of via.u64 / i64).
+// Triton's own LLVM writes the newer spelling of the target id.
+TEST(HsacoReaderInput, TheNewerTargetIdSpellingNamesItsProcessor) {
+  auto result = read_hsaco(hsaco_of({kernel_fields("k")}, "amdgpu9.42-amd-amdhsa-unknown-gfx942:xnack-"));
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(result->processor, "gfx942");
+}
+
 TEST(HsacoReaderInput, EveryIntegerEncodingIsRead) {
   const std::vector<std::pair<const char*, Packs>> encodings = {
       {"positive fixint", [](Packer& p) { p.pack_fix_uint8(100); }},
@@ -303,6 +310,7 @@ TEST(HsacoReaderInput, MalformedDocumentsAreRefused) {
   expect_invalid(hsaco_of({kernel_fields("k"), kernel_fields("k")}), "\"k\" is listed twice");
   expect_invalid(hsaco_of({kernel_fields("k")}, "amdgcn-amd-amdpal--gfx90a"), "does not start with");
   expect_invalid(hsaco_of({kernel_fields("k")}, "amdgcn-amd-amdhsa--:xnack-"), "names no gfx processor");
+  expect_invalid(hsaco_of({kernel_fields("k")}, "amdgpu9.42-amd-amdhsa-unknown-:xnack-"), "names no gfx processor");
   expect_invalid(synthetic_hsaco(pack(array_of({number(1)})), {}), "not a msgpack map");
   expect_invalid(synthetic_hsaco(pack(map_of(document_fields({kernel_fields("k")}))) + "x", {"k.kd"}),
                  "bytes after its msgpack document");

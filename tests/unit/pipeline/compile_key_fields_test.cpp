@@ -20,8 +20,8 @@ namespace {
 
 // CompileJob's fields on this platform (x86_64, libstdc++): input_kind,
 // input, input_name, target, options, headers, name_expressions, wanted,
-// pipeline, pass_args, allow_ptx_fallback. A new field changes the size.
-static_assert(sizeof(CompileJob) == 312,
+// pipeline, pass_args, allow_ptx_fallback, triton_build. A new field changes the size.
+static_assert(sizeof(CompileJob) == 344,
               "CompileJob changed: name the new field in for_each_field (src/core/compile_job.h), give it a key "
               "component in src/pipeline/compile_key.cpp and a line in "
               "EveryFieldThatCanChangeTheArtifactChangesTheKey, then update this size");
@@ -84,6 +84,7 @@ TEST_F(CompileKeyFields, EveryFieldThatCanChangeTheArtifactChangesTheKey) {
       {"name_expressions", [](CompileJob& j) { j.name_expressions = {"k"}; }, true},
       {"wanted", [](CompileJob& j) { j.wanted = ArtifactKind::ptx; }, true},
       {"allow_ptx_fallback", [](CompileJob& j) { j.allow_ptx_fallback = true; }, true},
+      {"triton_build", [](CompileJob& j) { j.triton_build = "triton-3.9.0"; }, true},
       // The default pipeline named explicitly is the same pipeline.
       {"pipeline (the default, by name)", [](CompileJob& j) { j.pipeline = "cuda-nvidia"; }, false},
       {"input_kind", [](CompileJob& j) { j.input_kind = InputKind::ptx; j.input = ".version 8.5\n"; }, true},
@@ -201,7 +202,8 @@ TEST(PassDeclarations, EveryBuiltinPassIsRegisteredWithItsDeclaration) {
   register_builtin_passes(registry);
   const std::vector<std::string> expected = {"amdgpu-codegen", "hiprtc-compile", "libdevice-link", "lld-link",
                                              "llvm-passes",    "nvjitlink-link", "nvptx-codegen",  "nvrtc-compile",
-                                             "nvvm-reflect",   "ptx-retarget",   "tileiras-assemble"};
+                                             "nvvm-reflect",   "ptx-retarget",   "tileiras-assemble", "triton-compile",
+                                             "triton-compile-amd"};
   EXPECT_EQ(registry.names(), expected) << "a builtin pass without a declaration is refused, so it would be missing";
 }
 

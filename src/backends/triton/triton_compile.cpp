@@ -1,0 +1,144 @@
+#include "backends/triton/triton_compile.h"
+
+#include <openssl/evp.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "backends/triton/triton_interpreter.h"
+
+namespace kjit {
+namespace {
+
+using nlohmann::json;
+
+struct Interpreters {
+  std::mutex mutex;
+  std::string home;
+  std::map<std::string, std::unique_ptr<TritonInterpreter>> by_build;
+};
+Interpreters& interpreters() {
+  static Interpreters all;
+  return all;
+}
+
+std::string home_directory() {
+  Interpreters& all = interpreters();
+  if (!all.home.empty()) return all.home;
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/kjit-triton-" + std::to_string(::getpid());
+}
+
+std::optional<std::string> base64_decode(const std::string& text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) return std::nullopt;
+  size_t padding = 0;
+  if (!text.empty() && text.back() == '=') ++padding;
+  if (text.size() > 1 && text[text.size() - 2] == '=') ++padding;
+  out.resize(static_cast<size_t>(n) - padding);
+  return out;
+}
+
+// "name=value" back to the JSON value Triton's options class expects, by the
+// type the build described.
+json typed_value(const TritonBuild& build, const Target& target, const std::string& name, const std::string& text) {
+  const auto& fields = build.options.at(std::string(TritonBuild::backend_of(target)));
+  std::string type = fields.count(name) ? fields.at(name) : "str";
+  if (type.ends_with('?')) {
+    if (text == "none") return nullptr;
+    type.pop_back();
+  }
+  if (type == "int") return std::stoll(text);
+  if (type == "bool") return text == "true";
+  if (type == "float") return std::stod(text);
+  return text;
+}
+
+std::string ir_of(const std::string& input_name) {
+  for (const char* ext : {"ttir", "ttgir", "glir"})
+    if (input_name.ends_with(std::string(".") + ext)) return ext;
+  return {};
+}
+
+ErrorCode code_of(const std::string& code) {
+  if (code == "invalid_argument") return ErrorCode::invalid_argument;
+  if (code == "failed_precondition") return ErrorCode::failed_precondition;
+  return ErrorCode::internal;
+}
+
+}  // namespace
+
+void set_triton_home(std::string directory) {
+  std::lock_guard lock(interpreters().mutex);
+  interpreters().home = std::move(directory);
+}
+
+Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const TritonCompileRequest& request) {
+  if (!build.builds(request.target))
+    return make_error(ErrorCode::failed_precondition,
+                      "Triton build '" + build.name + "' does not build " + request.target.canonical());
+  json target = json::object();
+  if (request.target.is_amd()) {
+    target = {{"backend", "hip"}, {"arch", request.target.processor}, {"warp_size", 64}};
+  } else {
+    target = {{"backend", "cuda"}, {"arch", request.target.sm}, {"warp_size", 32}};
+  }
+  json options = json::object();
+  for (const std::string& option : request.options) {
+    const size_t eq = option.find('=');
+    if (eq == std::string::npos) continue;
+    options[option.substr(0, eq)] = typed_value(build, request.target, option.substr(0, eq), option.substr(eq + 1));
+  }
+  json ask = {{"op", "compile"}, {"source", request.module_text}, {"target", target}, {"options", options}};
+  if (std::string ir = ir_of(request.input_name); !ir.empty()) ask["ir"] = ir;
+
+  // One compile at a time per process (a worker runs one job at a time);
+  // the lock keeps in-process callers (tests) from sharing a child's pipe.
+  Interpreters& all = interpreters();
+  std::lock_guard lock(all.mutex);
+  std::unique_ptr<TritonInterpreter>& child = all.by_build[build.name];
+  if (!child || !child->alive()) {
+    Result<std::unique_ptr<TritonInterpreter>> started =
+        TritonInterpreter::start(build.python, home_directory() + "/" + build.name);
+    if (!started) return started.error();
+    child = std::move(started.value());
+  }
+  Result<std::string> answer_text = child->ask(ask.dump(-1, ' ', false, json::error_handler_t::replace), request.timeout);
+  if (!answer_text) {
+    // LLVM and MLIR abort the process on some inputs they cannot lower
+    // ("LLVM ERROR: Cannot select"): the module caused it, and the
+    // interpreter is started again at the next compile.
+    if (answer_text.error().message.find("killed by signal 6") != std::string::npos)
+      return make_error(ErrorCode::invalid_argument,
+                        "Triton aborted compiling this module for " + request.target.canonical() +
+                            " (its diagnostic, such as \"LLVM ERROR: ...\", is in kjitd's log): " +
+                            answer_text.error().message);
+    return answer_text.error();
+  }
+  json answer = json::parse(*answer_text, nullptr, false);
+  if (!answer.is_object()) return make_error(ErrorCode::internal, "the Triton interpreter answered something that is not JSON");
+  const std::string log = answer.value("log", std::string());
+  if (!answer.value("ok", false)) {
+    Error error = make_error(code_of(answer.value("code", std::string("internal"))),
+                             answer.value("message", std::string("Triton failed")));
+    error.log = log;
+    return error;
+  }
+  TritonCompileOutput out;
+  std::optional<std::string> binary = base64_decode(answer.value("binary_b64", std::string()));
+  if (!binary || binary->empty()) return make_error(ErrorCode::internal, "Triton's answer holds no binary");
+  out.binary = std::move(*binary);
+  out.metadata = answer.value("metadata_json", std::string());
+  out.kernel_name = answer.value("name", std::string());
+  for (const json& stage : answer.value("stages", json::array()))
+    if (stage.is_object()) out.stages.push_back({stage.value("stage", std::string()), stage.value("ms", 0.0), {}});
+  out.log = log;
+  return out;
+}
+
+}  // namespace kjit

@@ -1,0 +1,50 @@
+// A Triton build's Python interpreter running kjit's Triton worker script as
+// a child process: started once, then asked many questions (describe, one
+// compile per job), so Triton is imported once per process, not per compile.
+// Requests and answers are JSON objects, each framed by a 4-byte
+// little-endian length, on the child's stdin and stdout; its stderr is the
+// caller's.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kjit/status.h"
+
+namespace kjit {
+
+// The worker script, embedded in the binary at build time.
+std::string_view triton_worker_script();
+
+class TritonInterpreter {
+ public:
+  // Starts `python -I -B -c <script>` in `working_dir` (created if missing),
+  // with a minimal environment: no TRITON_* or CUDA_HOME from the caller, and
+  // HOME and TMPDIR under the working directory. The child stays in the
+  // caller's process group, so whoever kills the group stops it too.
+  static Result<std::unique_ptr<TritonInterpreter>> start(const std::string& python, const std::string& working_dir);
+  ~TritonInterpreter();  // closes its stdin, then ends it
+  TritonInterpreter(const TritonInterpreter&) = delete;
+  TritonInterpreter& operator=(const TritonInterpreter&) = delete;
+
+  // One request, one answer (a JSON object as text). deadline_exceeded when
+  // no answer comes within `timeout` (the child is killed: its state is
+  // unknown), internal when the child died or wrote something that is not
+  // an answer. After a failure the interpreter is dead; start another.
+  Result<std::string> ask(std::string_view request_json, std::chrono::milliseconds timeout);
+  bool alive() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  TritonInterpreter(pid_t pid, int to_child, int from_child) : pid_(pid), to_child_(to_child), from_child_(from_child) {}
+  void end(bool kill_first);
+  pid_t pid_;
+  int to_child_;
+  int from_child_;
+};
+
+}  // namespace kjit
