@@ -88,6 +88,25 @@ Status read_fleet(const toml::node& node, const std::string& path, std::vector<T
   return Ok{};
 }
 
+// [triton]: builds (Python environments or interpreters holding `triton`,
+// looked at before the project's .deps/triton-builds).
+Status read_triton(const toml::node& node, const std::string& path, DaemonConfig& config) {
+  const toml::table* table = node.as_table();
+  if (!table) return config_error(path, "triton must be a table ([triton])");
+  for (auto&& [key, value] : *table) {
+    const std::string k(key.str());
+    if (k == "builds") {
+      if (Status s = read_strings(value, path, "triton.builds", config.triton_builds); !s) return s;
+      for (const std::string& entry : config.triton_builds)
+        if (entry.empty() || entry.front() != '/')
+          return config_error(path, "triton.builds: '" + entry + "' is not an absolute path");
+    } else {
+      return config_error(path, "unknown key triton." + k);
+    }
+  }
+  return Ok{};
+}
+
 // [[blob_sharing]]: group and/or uids, and the namespace they share. The
 // namespace follows the rule of tenants' namespaces (1-32 of [a-z0-9_-],
 // starting with a letter or digit): it becomes part of stored keys.
@@ -212,6 +231,7 @@ Status load_config_text(const std::string& text, const std::string& path, Daemon
     else if (k == "toolkit_paths") s = read_strings(node, path, k, config.toolkit_paths);
     else if (k == "blob_sharing") s = read_blob_sharing(node, path, config.blob_sharing);
     else if (k == "fleet") s = read_fleet(node, path, config.fleet_targets);
+    else if (k == "triton") s = read_triton(node, path, config);
     else if (k == "pipelines" || k == "edits") continue;  // read below
     else if (std::optional<Status> scalar = read_scalar(k, path, node, config)) s = *scalar;
     else return config_error(path, "unknown key " + k);

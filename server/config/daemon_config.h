@@ -169,6 +169,10 @@ struct DaemonConfig {
   // one of them is built in the background for the others of its vendor
   // (server/compile/fleet_builds.h); empty: none.
   std::vector<Target> fleet_targets;
+  // [triton] builds: Triton installations for Triton input (a virtual
+  // environment's directory or a Python interpreter), before the project's
+  // .deps/triton-builds.
+  std::vector<std::string> triton_builds;
 };
 
 
@@ -177,6 +181,7 @@ struct DaemonConfig {
 // types and ranges, are the rows of config_keys.h ("cache.disk_bytes" is
 // [cache] disk_bytes); besides them the file takes the arrays plugins,
 // llvm_pass_plugins and toolkit_paths, [[toolkits]] (from, to, cuda_home),
+// [triton] (builds), [fleet] (targets), [[blob_sharing]],
 // and [pipelines.NAME] and [[edits]] (src/pipeline/pipeline_toml.h). The
 // README's configuration table documents every one, checked against the rows.
 Status load_config_file(const std::string& path, DaemonConfig& config);

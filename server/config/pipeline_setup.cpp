@@ -29,6 +29,17 @@ TileirasSearch tileiras_search_of(const DaemonConfig& config) {
   return search;
 }
 
+TritonBuildSearch triton_build_search_of(const DaemonConfig& config) {
+  TritonBuildSearch search{config.triton_builds, default_local_triton_prefix()};
+  // Beside the CUDA wheels, as tileiras.
+  if (config.local_toolkit_prefix)
+    search.local_prefix =
+        config.local_toolkit_prefix->empty()
+            ? std::string()
+            : (std::filesystem::path(*config.local_toolkit_prefix).parent_path() / "triton-builds").string();
+  return search;
+}
+
 Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config,
                                                                       const std::vector<ToolkitHome>* discovered) {
   ToolkitSearch search;

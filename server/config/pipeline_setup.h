@@ -7,6 +7,7 @@
 
 #include "backends/tileiras/tileiras.h"
 #include "backends/toolkit_discovery.h"
+#include "backends/triton/triton_build.h"
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 
@@ -24,5 +25,9 @@ std::vector<ToolkitHome> discovered_homes(const CompilePipeline& pipeline);
 // Where the configuration says tileiras is looked for (the tileiras key,
 // toolkit_paths, the project's prefix beside local_toolkit_prefix's).
 TileirasSearch tileiras_search_of(const DaemonConfig& config);
+
+// Where the configuration says Triton builds are looked for ([triton]
+// builds, then the project's .deps/triton-builds beside its CUDA wheels).
+TritonBuildSearch triton_build_search_of(const DaemonConfig& config);
 
 }  // namespace kjit

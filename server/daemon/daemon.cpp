@@ -38,6 +38,7 @@
 #include "server/access/tenants.h"
 #include "server/config/config_keys.h"
 #include "server/config/pipeline_setup.h"
+#include "backends/triton/triton_discovery.h"
 #include "server/workers/worker_confinement.h"
 #include "kjit/socket_path.h"
 #include "server/daemon/direct_read_manifest.h"
@@ -168,6 +169,11 @@ Status Daemon::start() {
     confinement_ = "none: compiles run inside the daemon's process (compile_workers = 0), unconfined";
     spdlog::warn("{}", confinement_);
   }
+  // Triton builds take a second or more of CPU each to answer: asked at the
+  // first Triton request (or toolkit listing), which waits for them.
+  discover_triton_builds_on_first_use(
+      triton_build_search_of(config_),
+      (std::filesystem::temp_directory_path() / ("kjitd-triton-" + std::to_string(::getpid()))).string());
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
   // Toolkit discovery happens here once; workers load what it found.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/triton/triton_build.h"
 #include "convert/wire_convert.h"
 #include "core/hex.h"
 #include "core/input_kinds.h"
@@ -91,7 +92,32 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
                                                          " options; the daemon's limit is " +
                                                          std::to_string(config.max_options) + " (limits.max_options)");
   std::vector<std::string> options(request.options().begin(), request.options().end());
-  if (job.target.is_amd()) {
+  const bool triton = kind_info.options == OptionFamily::triton;
+  if (!triton && (request.triton_options_size() > 0 || !request.triton_build().empty()))
+    return invalid("triton_options and triton_build apply to Triton input only");
+  if (triton) {
+    if (!options.empty())
+      return invalid("Triton input takes Triton's own options (triton_options: num_warps, num_stages, ...), not "
+                     "compiler flags such as '" + options.front() + "'");
+    if (static_cast<uint64_t>(request.triton_options_size()) > config.max_options)
+      return make_error(ErrorCode::resource_exhausted, std::to_string(request.triton_options_size()) +
+                                                           " Triton options; the daemon's limit is " +
+                                                           std::to_string(config.max_options) + " (limits.max_options)");
+    Result<const TritonBuild*> build = choose_triton_build(request.triton_build(), data);
+    if (!build) return build.error();
+    if (!(*build)->builds(job.target)) {
+      std::string builds;
+      for (uint32_t sm : (*build)->cuda_archs) builds += (builds.empty() ? "cuda:" : ", cuda:") + std::to_string(sm);
+      for (const std::string& gfx : (*build)->hip_archs) builds += (builds.empty() ? "hip:" : ", hip:") + gfx;
+      return invalid("Triton build '" + (*build)->name + "' does not build " + job.target.canonical() +
+                     "; it builds " + builds);
+    }
+    std::map<std::string, std::string> given(request.triton_options().begin(), request.triton_options().end());
+    Result<std::vector<std::string>> checked = check_triton_options(**build, job.target, given);
+    if (!checked) return checked.error();
+    job.options = std::move(checked.value());
+    job.triton_build = (*build)->name;
+  } else if (job.target.is_amd()) {
     Result<HipOptions> checked = check_hip_options(job.input_kind, options, job.target.amd_arch());
     if (!checked) return checked.error();
     job.options = std::move(checked->normalized);
@@ -141,6 +167,9 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
         request.artifact() != v1::ARTIFACT_KIND_PTX)
       return invalid("artifact " + std::to_string(request.artifact()) + " is not CUBIN or PTX");
     job.wanted = from_proto(request.artifact());
+    if (triton && job.wanted != ArtifactKind::cubin)
+      return invalid("Triton input gets a cubin for a cuda: target (a code object for hip:), one target per "
+                     "request: no PTX, no fatbin");
   }
   job.pipeline = request.pipeline();
   if (static_cast<uint64_t>(request.pass_args_size()) > config.max_options)
@@ -157,7 +186,15 @@ void to_compile_request(const CompileJob& job, v1::CompileRequest& request) {
   request.mutable_input()->set_data(job.input);
   request.mutable_input()->set_name(job.input_name);
   request.set_target(job.target.canonical());
-  for (const std::string& option : job.options) request.add_options(option);
+  if (input_kind_info(job.input_kind).options == OptionFamily::triton) {
+    for (const std::string& option : job.options) {
+      const size_t eq = option.find('=');
+      (*request.mutable_triton_options())[option.substr(0, eq)] = eq == std::string::npos ? "" : option.substr(eq + 1);
+    }
+    request.set_triton_build(job.triton_build);
+  } else {
+    for (const std::string& option : job.options) request.add_options(option);
+  }
   for (const auto& [name, content] : job.headers) (*request.mutable_headers())[name] = content;
   for (const std::string& expression : job.name_expressions) request.add_name_expressions(expression);
   request.set_artifact(to_proto(job.wanted));
@@ -189,6 +226,8 @@ void to_compile_response(const Artifact& artifact, const std::vector<StageTiming
   }
   response.set_pipeline(artifact.pipeline);
   response.set_toolkit(artifact.toolkit);
+  response.set_triton_metadata(artifact.triton_metadata);
+  response.set_triton_build(artifact.triton_build);
   for (const std::string& note : artifact.notes) response.add_notes(note);
   response.set_log(artifact.log);
   for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *response.add_kernels());

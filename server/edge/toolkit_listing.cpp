@@ -3,6 +3,8 @@
 #include "backends/nvfatbin/nvfatbin_api.h"
 #include "backends/nvjitlink/nvjitlink_api.h"
 #include "backends/nvrtc/nvrtc_api.h"
+#include "backends/triton/triton_build.h"
+#include "backends/triton/triton_discovery.h"
 
 namespace kjit {
 namespace {
@@ -10,6 +12,35 @@ namespace {
 template <typename Api>
 std::string library_or_error(const Result<const Api*>& api) {
   return api ? (*api)->library_path : "not loaded: " + api.error().message;
+}
+
+void describe_triton_builds(v1::ListToolkitsResponse& response) {
+  const TritonBuild* chosen = default_triton_build();
+  std::vector<const TritonBuild*> ordered;
+  if (chosen) ordered.push_back(chosen);
+  for (const TritonBuild& build : triton_builds())
+    if (&build != chosen) ordered.push_back(&build);
+  for (const TritonBuild* build : ordered) {
+    v1::TritonBuild& out = *response.add_triton();
+    out.set_name(build->name);
+    out.set_version(build->version);
+    out.set_distribution(build->distribution);
+    out.set_python(build->python);
+    for (const std::string& backend : build->backends) out.add_backends(backend);
+    for (uint32_t sm : build->cuda_archs) out.add_cuda_archs(sm);
+    for (const std::string& gfx : build->hip_archs) out.add_hip_archs(gfx);
+    for (const std::string& plugin : build->plugins) out.add_plugins(plugin);
+    for (const TritonPtxas& ptxas : build->ptxas) out.add_ptxas(ptxas.path + " (" + ptxas.version + ")");
+    out.set_libtriton_sha256(build->libtriton_sha256);
+    out.set_tlx(build->tlx);
+    out.set_is_default(build == chosen);
+    for (const auto& [backend, fields] : build->options)
+      for (const auto& [name, type] : fields) out.add_options(backend + "." + name + ": " + type);
+  }
+  for (const std::string& failure : triton_discovery_failures()) {
+    v1::TritonBuild& out = *response.add_triton();
+    out.set_error(failure);
+  }
 }
 
 }  // namespace
@@ -48,6 +79,7 @@ void describe_toolkits(const ToolkitRouting& routing, v1::ListToolkitsResponse& 
   }
   response.set_policy(std::string(to_string(routing.policy())));
   response.set_fatbin_toolkit(index_of(routing.fatbin_toolkit()));
+  describe_triton_builds(response);
 }
 
 }  // namespace kjit

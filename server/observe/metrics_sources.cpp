@@ -103,7 +103,8 @@ void add_workers(Families& out, const WorkerCounters& workers) {
   out.single("kjit_workers_live", "Compile worker processes alive now.", MetricType::Gauge, double(workers.live));
   MetricFamily& by_class = out.add("kjit_workers_live_by_class",
                                    "Compile worker processes alive now, by class: general, tileir (may run "
-                                   "tileiras), and each for background fleet builds.",
+                                   "tileiras), triton (may run a Triton build and its ptxas), and each for "
+                                   "background fleet builds.",
                                    MetricType::Gauge);
   for (size_t index = 0; index < k_worker_class_count; ++index) {
     const std::string name = WorkerClass::of_index(index).name();

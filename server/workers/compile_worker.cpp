@@ -12,6 +12,8 @@
 #include <string>
 
 #include "backends/nvrtc/nvrtc_pch.h"
+#include "backends/triton/triton_build.h"
+#include "backends/triton/triton_compile.h"
 #include "pipeline/amd_passes.h"
 #include "server/workers/compile_bounds.h"
 #include "server/config/pipeline_setup.h"
@@ -89,7 +91,7 @@ worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire
   // The pool never sends a job of the other kind; refused all the same, so
   // that the one kind of worker that may start programs parses no CUDA C++
   // or LLVM IR, and a Tile IR job never fails obscurely on a refused execve.
-  if (worker_class_for(job->job, mine.background).tileir != mine.tileir)
+  if (worker_class_for(job->job, mine.background) != mine)
     return failure(make_error(ErrorCode::internal, "compile worker: a " + mine.name() +
                                                        " worker was sent a job of another class (" +
                                                        job->job.input_name + ")"));
@@ -139,7 +141,9 @@ Result<WorkerSetup> read_worker_setup(int fd) {
   if (read_frame(fd, bytes, std::nullopt) != FrameRead::ok || !setup.ParseFromString(bytes))
     return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
   WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt,
-                  WorkerClass{setup.tileir(), setup.background()}};
+                  WorkerClass{setup.tileir(), setup.background(), setup.triton()}, {}};
+  for (const worker::TritonBuildSetup& build : setup.triton_builds())
+    out.triton_builds.emplace_back(build.python(), build.description());
   if (setup.toolkits_handed()) {
     out.toolkits.emplace();
     for (const worker::ToolkitHome& toolkit : setup.toolkits()) {
@@ -190,6 +194,21 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
     return 1;
   }
   ::setenv("TMPDIR", work_dir.c_str(), 1);
+  if (setup.worker_class.triton) {
+    std::vector<TritonBuild> builds;
+    for (const auto& [python, description] : setup.triton_builds) {
+      Result<TritonBuild> build = parse_triton_build(description, python);
+      if (!build) {
+        spdlog::error("compile worker: {}", build.error().message);
+        return 1;
+      }
+      builds.push_back(std::move(build.value()));
+    }
+    set_triton_builds(std::move(builds));
+    // Its interpreters keep their own directories across jobs; work/ is
+    // emptied after each.
+    set_triton_home(setup.private_dir + "/triton");
+  }
   enable_pch(config, setup.private_dir);
   allow_hiprtc_in_this_process();
   std::string confinement = "unconfined (sandbox = \"off\")";

@@ -23,6 +23,8 @@ struct WorkerSetup {
   std::string config_text, config_path, private_dir;
   std::optional<std::vector<ToolkitHome>> toolkits;  // the daemon's discovery; nullopt: discover
   WorkerClass worker_class;
+  // A Triton worker's builds: interpreter and description, as the daemon found them.
+  std::vector<std::pair<std::string, std::string>> triton_builds;
 };
 Result<WorkerSetup> read_worker_setup(int fd);
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string_view>
 
+#include "backends/triton/triton_build.h"
 #include "pipeline/header_set.h"
 #include "server/workers/compile_bounds.h"
 #include "server/workers/worker_protocol.h"
@@ -305,6 +306,13 @@ Status CompileWorkers::await_ready(Worker& worker) {
   setup.set_private_dir(worker.private_dir);
   setup.set_tileir(worker.worker_class.tileir);
   setup.set_background(worker.worker_class.background);
+  setup.set_triton(worker.worker_class.triton);
+  if (worker.worker_class.triton)
+    for (const TritonBuild& build : triton_builds()) {
+      worker::TritonBuildSetup& out = *setup.add_triton_builds();
+      out.set_python(build.python);
+      out.set_description(build.description);
+    }
   if (options_.launch.toolkits_from_daemon) {
     // The worker loads its binary meanwhile, which takes longer than the
     // daemon's discovery: this wait is seldom a wait at all.

@@ -59,7 +59,18 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
   // runs nothing. Located, not run: a worker's start runs no program.
   if (worker_class.tileir)
     if (const std::optional<TileirasLocation> tileiras = tileiras_location()) allow_tileiras(policy, *tileiras);
+  if (worker_class.triton)
+    for (const TritonBuild& build : triton_builds()) allow_triton_build(policy, build);
   return policy;
+}
+
+void allow_triton_build(SandboxPolicy& policy, const TritonBuild& build) {
+  std::error_code ec;
+  // The environment's own interpreter link, and the interpreter it names.
+  const std::string python = std::filesystem::canonical(build.python, ec).string();
+  policy.executables.push_back(ec ? build.python : python);
+  for (const std::string& dir : build.read_paths) policy.read_only.push_back(dir);
+  for (const std::string& program : build.executables) policy.executables.push_back(program);
 }
 
 void allow_tileiras(SandboxPolicy& policy, const TileirasLocation& tileiras) {
@@ -106,7 +117,10 @@ Result<std::string> check_worker_confinement(const DaemonConfig& config) {
             "jobs only: for Tile IR they may run exactly " + tileiras->path + " and " + tileiras->ptxas +
             " (read-only " + tileiras->root + "), which run inside the same confinement and bounds, killed with "
             "the worker's process group";
-  return text + "; fleet builds run in background workers of either class, at the lowest CPU priority "
+  text += "; Triton workers, started on demand and running Triton IR jobs only: they may run each Triton build's "
+          "Python interpreter (kept warm across jobs) and the programs it described (its ptxas), inside the same "
+          "confinement and bounds, reading the build's environment";
+  return text + "; fleet builds run in background workers of any class, at the lowest CPU priority "
                 "(SCHED_IDLE)";
 }
 

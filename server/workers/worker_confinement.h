@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/tileiras/tileiras.h"
+#include "backends/triton/triton_build.h"
 #include "server/config/daemon_config.h"
 #include "pipeline/compile_pipeline.h"
 #include "server/workers/worker_class.h"
@@ -26,6 +27,11 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
 // only programs that may run. They inherit the worker's confinement and
 // bounds, and its process group, which the pool kills at the time bound.
 void allow_tileiras(SandboxPolicy& policy, const TileirasLocation& tileiras);
+
+// What a Triton build adds to a Triton worker's policy: its environment and
+// base interpreter readable (read_paths, as it described them), and its
+// interpreter and the programs its compiles run (its ptxas) executable.
+void allow_triton_build(SandboxPolicy& policy, const TritonBuild& build);
 
 // Confines the calling worker process to worker_sandbox_policy; what was
 // applied, in one line.
