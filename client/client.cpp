@@ -197,6 +197,8 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   result.cache = response.cache();
   result.toolkit = response.toolkit();
   result.request_id = response.request_id();
+  result.triton_metadata = response.triton_metadata();
+  result.triton_build = response.triton_build();
   for (const v1::FatbinEntry& e : response.entries()) {
     FatbinEntry entry{e.target(), from_proto(e.kind()), e.size(), e.cache(), e.key(), e.toolkit(), {}, {}};
     for (const v1::KernelInfo& kernel : e.kernels()) entry.kernels.push_back(from_proto(kernel));
@@ -443,6 +445,24 @@ Result<ToolkitListing> Client::toolkits() const {
     out.routes.push_back({r.target(), r.toolkit(), r.supported(), r.reason()});
   out.policy = response.policy();
   out.fatbin_toolkit = response.fatbin_toolkit();
+  for (const v1::TritonBuild& b : response.triton()) {
+    ToolkitListing::TritonBuild build;
+    build.name = b.name();
+    build.version = b.version();
+    build.distribution = b.distribution();
+    build.python = b.python();
+    build.backends.assign(b.backends().begin(), b.backends().end());
+    build.cuda_archs.assign(b.cuda_archs().begin(), b.cuda_archs().end());
+    build.hip_archs.assign(b.hip_archs().begin(), b.hip_archs().end());
+    build.plugins.assign(b.plugins().begin(), b.plugins().end());
+    build.ptxas.assign(b.ptxas().begin(), b.ptxas().end());
+    build.options.assign(b.options().begin(), b.options().end());
+    build.libtriton_sha256 = b.libtriton_sha256();
+    build.tlx = b.tlx();
+    build.is_default = b.is_default();
+    build.error = b.error();
+    out.triton.push_back(std::move(build));
+  }
   return out;
 }
 

@@ -20,6 +20,8 @@ void to_wire(const CompileRequest& request, v1::CompileRequest& wire) {
   for (const auto& [key, value] : request.pass_args) (*wire.mutable_pass_args())[key] = value;
   wire.set_allow_ptx_fallback(request.allow_ptx_fallback);
   for (const std::string& target : request.targets) wire.add_targets(target);
+  for (const auto& [name, value] : request.triton_options) (*wire.mutable_triton_options())[name] = value;
+  wire.set_triton_build(request.triton_build);
 }
 
 Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
@@ -40,6 +42,8 @@ Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
   for (const auto& [key, value] : wire.pass_args()) request.pass_args[key] = value;
   request.allow_ptx_fallback = wire.allow_ptx_fallback();
   request.targets.assign(wire.targets().begin(), wire.targets().end());
+  for (const auto& [name, value] : wire.triton_options()) request.triton_options[name] = value;
+  request.triton_build = wire.triton_build();
   return request;
 }
 

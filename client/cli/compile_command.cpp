@@ -41,8 +41,8 @@ std::optional<InputKind> kind_of(const CompileArgs& args) {
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
   CLI::App* cmd = app.add_subcommand(
-      "compile", "compile CUDA C++ (.cu), PTX (.ptx) or LLVM IR (.ll, .bc) to a cubin, or HIP (.hip) or LLVM IR to an "
-                 "AMD code object (hsaco) for a hip: target");
+      "compile", "compile CUDA C++ (.cu), PTX (.ptx), LLVM IR (.ll, .bc) or Triton IR (.ttir, .ttgir) to a cubin, or "
+                 "HIP (.hip), LLVM IR or Triton IR to an AMD code object (hsaco) for a hip: target");
   cmd->add_option("file", args.file, "input file (" + wire_input_kind_extensions() + ")")->required();
   cmd->add_option("--target,-t", args.target,
                   "target, e.g. cuda:90 or hip:gfx90a (default: the daemon's); several, comma-separated, give a "
@@ -62,6 +62,11 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
   cmd->add_option("--pass-arg", args.pass_args, "a pass argument PASS.KEY=VALUE, e.g. llvm-passes.pipeline=default<O2>");
   cmd->add_flag("--allow-ptx-fallback", args.allow_ptx_fallback,
                 "when the toolkit cannot build a cubin for the target, accept PTX for the driver to JIT");
+  cmd->add_option("--triton-option", args.triton_options,
+                  "Triton input (.ttir, .ttgir): one of Triton's compile options, NAME=VALUE, e.g. num_warps=8 "
+                  "(VALUE an integer, true/false, or text)");
+  cmd->add_option("--triton", args.triton_build,
+                  "Triton input: the Triton build to compile with, as `kjit toolkits` names it (default: the daemon's)");
   return cmd;
 }
 
@@ -105,6 +110,15 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
     if (eq == std::string::npos || pass_arg.find('.') > eq) return usage("--pass-arg wants PASS.KEY=VALUE, got '" + pass_arg + "'");
     request.pass_args[pass_arg.substr(0, eq)] = pass_arg.substr(eq + 1);
   }
+  const bool triton = input_kind_info(*kind).options == OptionFamily::triton;
+  if (!triton && (!args.triton_options.empty() || !args.triton_build.empty()))
+    return usage("--triton-option and --triton apply to Triton input (.ttir, .ttgir) only");
+  for (const std::string& option : args.triton_options) {
+    const size_t eq = option.find('=');
+    if (eq == std::string::npos || eq == 0) return usage("--triton-option wants NAME=VALUE, got '" + option + "'");
+    request.triton_options[option.substr(0, eq)] = option.substr(eq + 1);
+  }
+  request.triton_build = args.triton_build;
   for (const std::string& define : args.defines) request.options.push_back("-D" + define);
   request.options.insert(request.options.end(), args.options.begin(), args.options.end());
 

@@ -25,6 +25,8 @@ struct CompileArgs {
   std::string pipeline;
   std::vector<std::string> pass_args;  // PASS.KEY=VALUE
   bool allow_ptx_fallback = false;
+  std::vector<std::string> triton_options;  // NAME=VALUE
+  std::string triton_build;
 };
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);

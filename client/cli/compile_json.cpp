@@ -67,6 +67,11 @@ nlohmann::json compile_result_to_json(const CompileResult& result) {
       {"cache", result.cache},
       {"toolkit", result.toolkit},
       {"entries", entries},
+      // Triton input: the metadata object as Triton writes it (null otherwise).
+      {"triton_metadata", result.triton_metadata.empty()
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json::parse(result.triton_metadata, nullptr, false)},
+      {"triton_build", result.triton_build},
   };
 }
 

@@ -31,8 +31,20 @@ nlohmann::json to_json(const ToolkitListing& listing) {
   nlohmann::json routes = nlohmann::json::array();
   for (const ToolkitListing::Route& r : listing.routes)
     routes.push_back({{"target", r.target}, {"toolkit", r.toolkit}, {"supported", r.supported}, {"reason", r.reason}});
+  nlohmann::json triton = nlohmann::json::array();
+  for (const ToolkitListing::TritonBuild& b : listing.triton) {
+    if (!b.error.empty()) {
+      triton.push_back({{"error", b.error}});
+      continue;
+    }
+    triton.push_back({{"name", b.name},           {"version", b.version},       {"distribution", b.distribution},
+                      {"python", b.python},       {"backends", b.backends},     {"cuda_archs", b.cuda_archs},
+                      {"hip_archs", b.hip_archs}, {"plugins", b.plugins},       {"ptxas", b.ptxas},
+                      {"options", b.options},     {"libtriton_sha256", b.libtriton_sha256},
+                      {"tlx", b.tlx},             {"default", b.is_default}});
+  }
   return {{"toolkits", toolkits}, {"routes", routes}, {"policy", listing.policy},
-          {"fatbin_toolkit", listing.fatbin_toolkit}};
+          {"fatbin_toolkit", listing.fatbin_toolkit}, {"triton", triton}};
 }
 
 void print_table(const ToolkitListing& listing) {
@@ -57,18 +69,36 @@ void print_table(const ToolkitListing& listing) {
     std::printf("%-10s %-8s %s%s\n", r.target.c_str(), which.c_str(), r.reason.c_str(),
                 r.supported ? "" : " (cannot build it)");
   }
+  if (listing.triton.empty()) std::printf("\nTriton builds: none\n");
+  else std::printf("\nTriton builds:\n");
+  for (const ToolkitListing::TritonBuild& b : listing.triton) {
+    if (!b.error.empty()) {
+      std::printf("  not used: %s\n", b.error.c_str());
+      continue;
+    }
+    std::string gfx;
+    for (const std::string& g : b.hip_archs) gfx += (gfx.empty() ? "" : " ") + g;
+    std::printf("  %s%s%s at %s\n", b.name.c_str(), b.is_default ? " (default)" : "", b.tlx ? ", with TLX" : "",
+                b.python.c_str());
+    std::printf("    cuda archs: %s\n    hip archs:  %s\n", join_archs(b.cuda_archs).c_str(),
+                gfx.empty() ? "none" : gfx.c_str());
+    for (const std::string& p : b.ptxas) std::printf("    ptxas:      %s\n", p.c_str());
+    for (const std::string& p : b.plugins) std::printf("    plugin:     %s\n", p.c_str());
+  }
 }
 
 }  // namespace
 
 CLI::App* add_toolkits_command(CLI::App& app, ToolkitsArgs& args) {
-  CLI::App* cmd = app.add_subcommand("toolkits", "the CUDA toolkits kjitd found, and which one builds each target");
+  CLI::App* cmd = app.add_subcommand("toolkits", "the CUDA toolkits and Triton builds kjitd found, and which toolkit builds each target");
   cmd->add_flag("--json", args.json, "print JSON");
   return cmd;
 }
 
 int run_toolkits(const ToolkitsArgs& args, const Connection& connection) {
-  Client client = connection.client(std::chrono::seconds(10));
+  // A daemon just started may still be asking its Triton builds what they
+  // are (a second or more each), which the listing waits for.
+  Client client = connection.client(std::chrono::seconds(180));
   Result<ToolkitListing> listing = client.toolkits();
   if (!listing) return report_error(listing.error(), connection.target);
   if (args.json) std::cout << to_json(*listing).dump() << std::endl;

@@ -143,12 +143,17 @@ class Client(_Base):
                 headers: Optional[Mapping[str, Any]] = None, options: Union[str, Sequence[str], None] = None,
                 name_expressions: Union[str, Sequence[str], None] = None, pipeline: Optional[str] = None,
                 artifact: Any = None, pass_args: Optional[Mapping[str, str]] = None, *, name: Optional[str] = None,
-                allow_ptx_fallback: bool = False, timeout: Optional[float] = None) -> CompileResult:
+                allow_ptx_fallback: bool = False, triton_options: Optional[Mapping[str, Any]] = None,
+                triton_build: Optional[str] = None, timeout: Optional[float] = None) -> CompileResult:
         """Compiles source (text, bytes, or a pathlib.Path) for target ("cuda:90"; a
         list of targets asks for a fatbin). kind: "cuda", "ptx", "llvm-ir",
-        "llvm-bitcode", "hip"; None infers it from the path's extension or the text."""
+        "llvm-bitcode", "hip", "triton"; None infers it from the path's extension or
+        the text. For Triton IR: triton_options by Triton's names ({"num_warps": 8}),
+        triton_build the build to use ("triton-3.9.0"; None: the daemon's default);
+        the result's triton_metadata is Triton's metadata (a dict)."""
         return self._send(_calls.compile(source, target, kind, headers, options, name_expressions, pipeline, artifact,
-                                         pass_args, name=name, allow_ptx_fallback=allow_ptx_fallback), timeout)
+                                         pass_args, name=name, allow_ptx_fallback=allow_ptx_fallback,
+                                         triton_options=triton_options, triton_build=triton_build), timeout)
 
     def describe_pipeline(self, kind: Any = "cuda", target: str = "", pipeline: str = "", *,
                           timeout: Optional[float] = None) -> PipelineDescription:

@@ -118,11 +118,17 @@ _LLVM_IR = re.compile(rb"^\s*(?:target\s+(?:triple|datalayout)\s*=|define\s|decl
                       re.M)
 
 
+# An MLIR module holding Triton functions (TTIR, TTGIR).
+_TRITON_IR = re.compile(rb"^\s*tt\.func\b", re.MULTILINE)
+
+
 def infer_kind(data: bytes) -> int:
     """PTX when the first thing after comments is a .version directive, LLVM
     bitcode by its magic, LLVM IR by its module-level statements, else CUDA C++."""
     if data.startswith(b"BC\xc0\xde") or data.startswith(b"\xde\xc0\x17\x0b"):
         return compiler_pb2.INPUT_KIND_LLVM_BITCODE
+    if _TRITON_IR.search(data) and "INPUT_KIND_TRITON" in compiler_pb2.InputKind.keys():
+        return compiler_pb2.InputKind.Value("INPUT_KIND_TRITON")
     rest = data[_COMMENTS.match(data).end():]
     if rest.startswith(b".version"):
         return compiler_pb2.INPUT_KIND_PTX
@@ -177,6 +183,20 @@ def _strings(value, what: str) -> list:
     return out
 
 
+def _triton_value(option, value) -> str:
+    """A Triton option's value as the wire spells it: an integer, true/false,
+    none, or text; the daemon checks it against the build's options class."""
+    if not isinstance(option, str):
+        raise TypeError("Triton option names are str, not %s" % type(option).__name__)
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    raise TypeError("Triton option %r takes an int, a bool or a str, not %s" % (option, type(value).__name__))
+
+
 @dataclass
 class Request:
     """A compile request's arguments, as Client.compile takes them; for
@@ -198,6 +218,9 @@ class Request:
     pass_args: Optional[Mapping[str, str]] = None
     name: Optional[str] = None
     allow_ptx_fallback: bool = False
+    # Triton IR only: Triton's options by their names, and the build to use.
+    triton_options: Optional[Mapping[str, Any]] = None
+    triton_build: Optional[str] = None
 
     def to_proto(self) -> compiler_pb2.CompileRequest:
         source, name, kind = self.source, self.name, self.kind
@@ -237,6 +260,10 @@ class Request:
         for key, value in (self.pass_args or {}).items():
             request.pass_args[key] = str(value)
         request.allow_ptx_fallback = bool(self.allow_ptx_fallback)
+        for option, value in (self.triton_options or {}).items():
+            request.triton_options[option] = _triton_value(option, value)
+        if self.triton_build:
+            request.triton_build = self.triton_build
         return request
 
 

@@ -7,6 +7,7 @@ default, so results read alike from older and newer daemons.
 """
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, Iterator, List, Optional
 
@@ -32,6 +33,10 @@ def convert(cls, message):
         else:
             values[f.name] = raw
     return cls(**values)
+
+
+def _json_object(text: str) -> Dict[str, Any]:
+    return json.loads(text) if text else {}
 
 
 def _enum_name(descriptor, number, prefix, unspecified):
@@ -156,6 +161,9 @@ class CompileResult:
     toolkit: str = ""
     entries: List[FatbinEntry] = _messages(FatbinEntry)  # a fatbin's parts, in order
     request_id: str = ""        # the daemon's id for this request, as in its log lines
+    # Triton IR: the kernel's metadata as Triton writes it, and the build.
+    triton_metadata: Dict[str, Any] = field(default_factory=dict, metadata={"conv": _json_object})
+    triton_build: str = ""
     _proto: ClassVar[str] = "kjit.v1.CompileResponse"
 
     @property

@@ -1,0 +1,72 @@
+"""Triton IR through the Python client: kind="triton" (or a .ttir path, or
+TTIR text recognised as such), Triton's options by their names, and
+Triton's metadata back as a dict. Needs the Triton builds that
+scripts/install-deps.sh installs; skips without them, except under CI."""
+
+import os
+from pathlib import Path
+
+import grpc
+import pytest
+
+import kjit
+
+REPO = Path(__file__).resolve().parents[3]
+CORPUS = REPO / "tests" / "triton" / "data"
+BUILDS = REPO / ".deps" / "triton-builds"
+
+if not (BUILDS / "triton-3.9.0" / "bin" / "python").exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must run the Triton IR tests: scripts/install-deps.sh installs the builds")
+    pytest.skip("no Triton builds in %s (scripts/install-deps.sh installs them)" % BUILDS, allow_module_level=True)
+
+
+def a_ttir() -> Path:
+    files = sorted(CORPUS.glob("*.ttir"))
+    assert files, "no TTIR in %s" % CORPUS
+    return files[0]
+
+
+def test_compiles_ttir_with_triton_options_and_returns_its_metadata(client):
+    path = a_ttir()
+    result = client.compile(path.read_text(), target="cuda:90", kind="triton", triton_options={"num_warps": 8})
+    assert result.artifact_kind == "cubin"
+    assert result.artifact[:4] == b"\x7fELF"
+    assert isinstance(result.triton_metadata, dict)
+    assert result.triton_metadata["num_warps"] == 8
+    assert result.triton_metadata["name"] == result.kernels[0].name
+    assert result.triton_build == "triton-3.9.0"
+    assert result.pipeline == "triton-nvidia"
+
+
+def test_the_kind_follows_from_the_path_or_the_text(client):
+    path = a_ttir()
+    by_path = client.compile(path, target="cuda:90")
+    by_text = client.compile(path.read_text(), target="cuda:90")
+    assert by_path.triton_build == by_text.triton_build == "triton-3.9.0"
+    # The input's name labels diagnostics only: both are the same kernel.
+    assert by_path.artifact == by_text.artifact
+
+
+def test_options_are_typed_and_a_bool_reaches_triton_as_one(client):
+    path = a_ttir()
+    result = client.compile(path, target="cuda:90", triton_options={"enable_fp_fusion": False, "num_stages": 2})
+    assert result.triton_metadata["enable_fp_fusion"] is False
+    assert result.triton_metadata["num_stages"] == 2
+    with pytest.raises(TypeError):
+        client.compile(path, target="cuda:90", triton_options={"num_warps": [4]})
+
+
+def test_an_unknown_option_is_invalid_argument_listing_the_known_ones(client):
+    with pytest.raises(kjit.KjitError) as error:
+        client.compile(a_ttir(), target="cuda:90", triton_options={"num_wraps": 4})
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "num_warps" in str(error.value)
+
+
+def test_a_module_that_does_not_verify_is_invalid_argument_with_tritons_diagnostic(client):
+    broken = a_ttir().read_text().replace("tt.return", "tt.no_such_op", 1)
+    with pytest.raises(kjit.KjitError) as error:
+        client.compile(broken, target="cuda:90", kind="triton")
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.value.log or "no_such_op" in str(error.value)
