@@ -157,3 +157,50 @@ if [[ "${KJIT_INSTALL_TILEIRAS:-0}" == 1 ]]; then
     install_tileiras
   fi
 fi
+
+# Triton builds, for Triton IR input: each a virtual environment of its own
+# under .deps/triton-builds (about 1 GB each), where kjitd looks by default
+# (default_local_triton_prefix), holding one distribution of Triton at the
+# version the tests were written against: upstream Triton and fbtriton (a
+# Triton build with TLX). KJIT_SKIP_TRITON_BUILDS=1 leaves them out (Triton
+# input then fails with FAILED_PRECONDITION naming the builds present, and
+# the Triton tests skip outside CI). Built beside, then moved in whole, so a
+# failed install leaves the previous environment usable; a stamp naming the
+# requirement makes a second run a no-op.
+triton_builds_prefix=$(dirname "$wheels_prefix")/triton-builds
+triton_builds=("triton==3.9.0" "fbtriton==3.7.4")
+
+install_triton_build() {
+  local requirement=$1
+  local name=${requirement/==/-}
+  local env="$triton_builds_prefix/$name"
+  if [[ "$(cat "$env/.kjit-triton-build" 2>/dev/null)" == "$requirement" ]] && "$env/bin/python" -c "" 2>/dev/null; then
+    echo "install-deps: Triton build $name present in $env"
+    return 0
+  fi
+  mkdir -p "$triton_builds_prefix"
+  local staging="$env.new"
+  rm -rf "$staging"
+  echo "install-deps: installing $requirement into $env (about 1 GB)"
+  # kjitd runs the environment's bin/python, which finds its environment
+  # from where it is: one made beside and moved in works as made in place.
+  if python3 -m venv "$staging" &&
+     PIP_ROOT_USER_ACTION=ignore "$staging/bin/python" -m pip install --quiet --disable-pip-version-check \
+       --no-input "$requirement"; then
+    printf '%s\n' "$requirement" >"$staging/.kjit-triton-build"
+    rm -rf "$env"
+    mv "$staging" "$env"
+    return 0
+  fi
+  rm -rf "$staging"
+  echo "install-deps: WARNING: pip could not install $requirement; Triton input stays without it" >&2
+  return 1
+}
+
+if [[ "${KJIT_SKIP_TRITON_BUILDS:-0}" != 1 ]]; then
+  if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+    echo "install-deps: WARNING: python3 cannot make virtual environments (Debian: python3-venv); no Triton builds" >&2
+  else
+    for requirement in "${triton_builds[@]}"; do install_triton_build "$requirement" || true; done
+  fi
+fi

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Triton IR through kjitd against Triton itself: each TTIR of the corpus
+# (tests/triton/data, exported by export_ttir.py) is compiled through a
+# confined kjitd with `kjit compile` and, in a fresh process of the same
+# build, by plain triton.compile (reference_compile.py); the cubins and code
+# objects must be byte-identical and the metadata equal. Then the daemon's
+# own contract: hits, keys, the builds it lists, TLX routing, bad input.
+#
+# The builds: scripts/install-deps.sh's .deps/triton-builds. Without them
+# this skips (exit 77), saying so, except under CI, where it fails: CI
+# installs them. No GPU needed.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build=${KJIT_BUILD_DIR:-$repo/build}
+builds=${KJIT_TRITON_BUILDS_DIR:-$repo/.deps/triton-builds}
+upstream=$builds/triton-3.9.0/bin/python
+fb=$builds/fbtriton-3.7.4/bin/python
+targets=${KJIT_TRITON_TARGETS:-"cuda:90 cuda:107 hip:gfx942"}
+
+if [[ ! -x "$upstream" || ! -x "$fb" ]]; then
+  echo "SKIP: no Triton builds in $builds (scripts/install-deps.sh installs triton 3.9.0 and fbtriton 3.7.4)"
+  [[ -n "${CI:-}" ]] && { echo "FAIL: CI must run the Triton tests"; exit 1; }
+  exit 77
+fi
+
+work=$(mktemp -d /tmp/kjit-triton-test.XXXXXX)
+daemon=
+cleanup() {
+  if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+kjit() { "$build/bin/kjit" -s "$work/kjitd.sock" "$@"; }
+
+"$build/bin/kjitd" --socket "$work/kjitd.sock" --cache-dir "$work/cache" --compile-workers 2 --log-level warn \
+  >"$work/kjitd.log" 2>&1 &
+daemon=$!
+for _ in $(seq 600); do
+  kjit health >/dev/null 2>&1 && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$work/kjitd.log"; exit 1; }
+  sleep 0.1
+done
+kjit health >/dev/null || { echo "FAIL: kjitd did not serve within 60 s"; cat "$work/kjitd.log"; exit 1; }
+
+passed=0
+failures=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# json FILE EXPR: a Python expression over the JSON in FILE (as `d`).
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# The builds, as `kjit toolkits --json` lists them.
+kjit toolkits --json >"$work/toolkits.json"
+if [[ $(json "$work/toolkits.json" '" ".join(b.get("name","?")+("*" if b.get("default") else "")+("+tlx" if b.get("tlx") else "") for b in d["triton"])') == "triton-3.9.0* fbtriton-3.7.4+tlx" ]]; then
+  ok "kjit toolkits lists triton-3.9.0 (default) and fbtriton-3.7.4 (TLX)"
+else
+  fail "kjit toolkits --json lists: $(json "$work/toolkits.json" 'd["triton"]')"
+fi
+
+# compile_and_compare PYTHON FILE TARGET OPTION... : kjitd against Triton.
+compile_and_compare() {
+  local python=$1 file=$2 target=$3
+  shift 3
+  local name kopts=() ropts=() build_flag=()
+  name=$(basename "$file" .ttir).${target/:/_}
+  for option in "$@"; do kopts+=(--triton-option "$option"); ropts+=(--option "$option"); done
+  [[ $python == "$fb" ]] && build_flag=(--triton fbtriton-3.7.4)
+  mkdir -p "$work/$name.ref"
+  local reference=ok
+  "$python" "$here/reference_compile.py" "$file" --target "$target" "${ropts[@]}" --out "$work/$name.ref" \
+      >"$work/$name.ref.log" 2>&1 || reference=failed
+  if ! kjit compile "$file" -t "$target" "${build_flag[@]}" "${kopts[@]}" -o "$work/$name.kjit" --json \
+      >"$work/$name.json" 2>"$work/$name.err"; then
+    # Triton itself cannot build some kernels for some targets (LLVM aborts
+    # on the persistent TMA matmul for gfx942): kjitd must refuse them as the
+    # input's fault, and carry on.
+    if [[ $reference == failed ]] && grep -q "invalid argument" "$work/$name.err"; then
+      ok "$name: triton.compile fails on it too, and kjitd refuses it as invalid argument"
+    else
+      fail "$name: kjit compile: $(head -c 2000 "$work/$name.err")"
+    fi
+    return
+  fi
+  if [[ $reference == failed ]]; then
+    fail "$name: kjitd compiled what triton.compile could not: $(tail -5 "$work/$name.ref.log")"
+    return
+  fi
+  local binary metadata
+  binary=$(ls "$work/$name.ref"/*.cubin "$work/$name.ref"/*.hsaco 2>/dev/null | head -1 || true)
+  metadata=$(ls "$work/$name.ref"/*.json | grep -v '/result.json$' | head -1)
+  if ! cmp -s "$work/$name.kjit" "$binary"; then
+    fail "$name: the binary differs from triton.compile's ($(stat -c %s "$work/$name.kjit") vs $(stat -c %s "$binary") bytes)"
+    return
+  fi
+  if [[ $(python3 - "$work/$name.json" "$metadata" <<'PY'
+import json, sys
+ours = json.load(open(sys.argv[1]))["triton_metadata"]
+theirs = json.load(open(sys.argv[2]))
+print("same" if ours == theirs else "differs: " + ", ".join(sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))))
+PY
+) != same ]]; then
+    fail "$name: the metadata differs from Triton's"
+    return
+  fi
+  ok "$name: identical to triton.compile ($(stat -c %s "$binary") bytes, $(json "$work/$name.json" 'd["triton_build"]'))"
+}
+
+corpus=$here/data/corpus.json
+for file in "$here"/data/*.ttir; do
+  mapfile -t options < <(python3 -c "import json,sys; [print(f'{k}={str(v).lower() if isinstance(v,bool) else v}') for k,v in json.load(open(sys.argv[1]))['kernels'].get(sys.argv[2],{}).items()]" "$corpus" "$(basename "$file")")
+  for target in $targets; do compile_and_compare "$upstream" "$file" "$target" "${options[@]}"; done
+done
+for file in "$here"/data/tlx/*.ttir; do
+  [[ -e $file ]] || continue
+  mapfile -t options < <(python3 -c "import json,sys; [print(f'{k}={str(v).lower() if isinstance(v,bool) else v}') for k,v in json.load(open(sys.argv[1]))['kernels'].get(sys.argv[2],{}).items()]" "$here/data/tlx/corpus.json" "$(basename "$file")")
+  for target in cuda:90 cuda:100; do compile_and_compare "$fb" "$file" "$target" "${options[@]}"; done
+done
+
+# A hit: the same request again answers from the cache with the same bytes.
+first=$(ls "$here"/data/*.ttir | head -1)
+kjit compile "$first" -t cuda:90 -o "$work/hit.cubin" --json >"$work/hit1.json"
+kjit compile "$first" -t cuda:90 -o "$work/hit2.cubin" --json >"$work/hit2.json"
+if [[ $(json "$work/hit2.json" 'd["cache"]') =~ ^(memory|disk)$ ]] && cmp -s "$work/hit.cubin" "$work/hit2.cubin"; then
+  ok "a second compile is a $(json "$work/hit2.json" 'd["cache"]') hit with the same cubin"
+else
+  fail "a second compile answered from '$(json "$work/hit2.json" 'd["cache"]')'"
+fi
+# The key: an option and the build change it; the build's identity is in it.
+kjit compile "$first" -t cuda:90 --triton-option num_warps=8 -o "$work/w8.cubin" --json >"$work/w8.json"
+kjit compile "$first" -t cuda:90 --triton fbtriton-3.7.4 -o "$work/fb.cubin" --json >"$work/fb.json"
+keys=$(for f in hit1 w8 fb; do json "$work/$f.json" 'd["key"]'; done | sort -u | wc -l)
+if [[ $keys == 3 ]] && json "$work/hit1.json" '[c["value"] for c in d["key_components"] if c["name"]=="toolchain.triton"][0]' |
+    grep -q "libtriton.so:[0-9a-f]\{64\}"; then
+  ok "num_warps and the build change the key; the key holds libtriton.so's digest"
+else
+  fail "keys: $keys distinct of 3; components: $(json "$work/hit1.json" 'd["key_components"]')"
+fi
+
+# expect_refusal WHAT PATTERN ARGS...: kjit compile fails with PATTERN in its message.
+expect_refusal() {
+  local what=$1 pattern=$2
+  shift 2
+  local msg
+  if msg=$(kjit compile "$@" -o "$work/refused" 2>&1); then
+    fail "$what compiled"
+  elif [[ $msg == *$pattern* ]]; then
+    ok "$what: refused ($(echo "$msg" | head -1 | cut -c1-150))"
+  else
+    fail "$what: $msg"
+  fi
+}
+printf 'this is not MLIR\n' >"$work/bad.ttir"
+expect_refusal "text that is not MLIR" "invalid argument" "$work/bad.ttir" -t cuda:90
+sed 's/tt.get_program_id/tt.no_such_op/' "$first" >"$work/unknown_op.ttir"
+expect_refusal "an unknown op" "invalid argument" "$work/unknown_op.ttir" -t cuda:90
+expect_refusal "an unknown option" "known:" "$first" -t cuda:90 --triton-option no_such_option=1
+expect_refusal "num_warps of the wrong type" "integer" "$first" -t cuda:90 --triton-option num_warps=many
+expect_refusal "num_warps=3" "invalid argument" "$first" -t cuda:90 --triton-option num_warps=3
+expect_refusal "ir_override" "not taken by kjit" "$first" -t cuda:90 --triton-option ir_override=/etc/passwd
+expect_refusal "a build that is not there" "builds present" "$first" -t cuda:90 --triton triton-0.1
+expect_refusal "compiler flags on Triton input" "Triton's own options" "$first" -t cuda:90 -X=-lineinfo
+tlx=$(ls "$here"/data/tlx/*.ttir 2>/dev/null | head -1 || true)
+if [[ -n $tlx ]]; then
+  expect_refusal "TLX on upstream Triton" "TLX" "$tlx" -t cuda:90 --triton triton-3.9.0
+  if kjit compile "$tlx" -t cuda:90 -o "$work/tlx.cubin" --json >"$work/tlx.json" 2>&1 &&
+      [[ $(json "$work/tlx.json" 'd["triton_build"]') == fbtriton-3.7.4 ]]; then
+    ok "a TLX module without --triton goes to fbtriton-3.7.4"
+  else
+    fail "a TLX module without --triton: $(head -c 500 "$work/tlx.json")"
+  fi
+fi
+# The daemon and its workers survived all of it.
+if kjit compile "$first" -t cuda:90 -o "$work/after.cubin" >/dev/null 2>&1; then ok "kjitd still compiles"; else fail "kjitd no longer compiles"; fi
+
+echo "$passed passed, $failures failed"
+exit $((failures > 0))
