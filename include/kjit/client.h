@@ -32,6 +32,10 @@ struct CompileRequest {
   // Several targets instead of `target`: the answer is a fatbin with a cubin
   // for each and PTX for the newest, each part compiled and cached alone.
   std::vector<std::string> targets;
+  // Triton input: Triton's options by their Triton names ("num_warps" ->
+  // "8"), and the Triton build to use ("triton-3.9.0"; empty: the default).
+  std::map<std::string, std::string> triton_options;
+  std::string triton_build;
 };
 
 // One part of a fatbin answer.
@@ -63,6 +67,10 @@ struct CompileResult {
   std::string toolkit;               // what built the artifact: "13.5 (local: /path)" (CUDA), "LLVM 19.1.7 + lld" (hip:)
   std::vector<FatbinEntry> entries;  // a fatbin's parts
   std::string request_id;            // the daemon's id for this request, as its log lines name it
+  // Triton input: the kernel's metadata as Triton writes it (JSON text), and
+  // the Triton build that compiled it.
+  std::string triton_metadata;
+  std::string triton_build;
 };
 
 // A CUDA toolkit the daemon found (`kjit toolkits`).
@@ -89,6 +97,19 @@ struct ToolkitListing {
   std::vector<Route> routes;
   std::string policy;
   int fatbin_toolkit = -1;
+  // The Triton builds the daemon found, the default first; a build it could
+  // not use has only `error`.
+  struct TritonBuild {
+    std::string name, version, distribution, python;
+    std::vector<std::string> backends;
+    std::vector<uint32_t> cuda_archs;
+    std::vector<std::string> hip_archs, plugins, ptxas, options;
+    std::string libtriton_sha256;
+    bool tlx = false;
+    bool is_default = false;
+    std::string error;
+  };
+  std::vector<TritonBuild> triton;
 };
 
 struct PipelineDescription {

@@ -192,7 +192,8 @@ TEST(ConfigKeys, TheReadmeDocumentsEveryKeyAndNoOther) {
   // Read by daemon_config.cpp itself, not by a row.
   const std::set<std::string> structured = {"plugins", "llvm_pass_plugins", "toolkit_paths",
                                             "[[toolkits]] from, to, cuda_home", "[pipelines.NAME]", "[[edits]]",
-                                            "[[blob_sharing]] group, uids, namespace", "fleet.targets"};
+                                            "[[blob_sharing]] group, uids, namespace", "fleet.targets",
+                                            "triton.builds"};
   const DaemonConfig defaults;
   for (const ConfigKey& key : config_keys()) {
     auto row = documented.find(std::string(key.path));

@@ -50,11 +50,13 @@ TEST(ConfigReload, TheStructuredKeysAllNeedARestart) {
   read.pipelines.pipelines.push_back({});
   read.pipelines.edits.push_back({});
   read.llvm_pass_plugins = {"/opt/pass.so"};
+  read.triton_builds = {"/opt/triton-venv"};
   const ConfigChanges changes = config_changes(in_force, read);
   EXPECT_TRUE(changes.reloadable.empty());
   EXPECT_EQ(
       std::set<std::string>(changes.needs_restart.begin(), changes.needs_restart.end()),
-      (std::set<std::string>{"toolkit_paths", "toolkits", "blob_sharing", "pipelines", "edits", "llvm_pass_plugins"}));
+      (std::set<std::string>{"toolkit_paths", "toolkits", "blob_sharing", "pipelines", "edits", "llvm_pass_plugins",
+                                 "triton.builds"}));
 }
 
 // The README's line "Keys a reload puts in force: `tenants`, `[tls] cert`,
