@@ -60,10 +60,10 @@ for file in "${files[@]}"; do
   warm=$(awk -v n="$name" '$1 == n { print $2 }' "$work/warm.txt")
   [[ -z $warm || $warm == - ]] && continue
   start=$(now)
-  kjit compile "$file" -t "$target" -o "$work/k.bin" >/dev/null
+  kjit compile "$file" -t "$target" -o "$work/k.bin" >/dev/null 2>&1
   miss=$(echo "($(now) - $start) * 1000" | bc)
   start=$(now)
-  kjit compile "$file" -t "$target" -o "$work/k.bin" >/dev/null
+  kjit compile "$file" -t "$target" -o "$work/k.bin" >/dev/null 2>&1
   hit=$(echo "($(now) - $start) * 1000" | bc)
   printf '%-26s %9.0f %9.0f %9.0f %9.1f %10.2f %10.2f %10.3f\n' "$name" "$fresh" "$warm" "$miss" "$hit" \
     "$(echo "$miss / $fresh" | bc -l)" "$(echo "$miss / $warm" | bc -l)" "$(echo "$hit / $fresh" | bc -l)"
