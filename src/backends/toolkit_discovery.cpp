@@ -70,8 +70,6 @@ std::string canonical_or_self(const std::string& path) {
 
 }  // namespace
 
-std::string default_local_toolkit_prefix() { return KJIT_LOCAL_TOOLKIT_PREFIX; }
-
 std::vector<std::string> python_env_cuda_dirs(const std::string& prefix) {
   std::vector<std::string> dirs;
   const auto is_python3 = [](const std::string& name) { return name.starts_with("python3"); };
