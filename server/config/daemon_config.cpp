@@ -89,7 +89,7 @@ Status read_fleet(const toml::node& node, const std::string& path, std::vector<T
 }
 
 // [triton]: builds (Python environments or interpreters holding `triton`,
-// looked at before the project's .deps/triton-builds).
+// looked at before the project's .deps/triton-builds) and plugins.
 Status read_triton(const toml::node& node, const std::string& path, DaemonConfig& config) {
   const toml::table* table = node.as_table();
   if (!table) return config_error(path, "triton must be a table ([triton])");
@@ -100,6 +100,13 @@ Status read_triton(const toml::node& node, const std::string& path, DaemonConfig
       for (const std::string& entry : config.triton_builds)
         if (entry.empty() || entry.front() != '/')
           return config_error(path, "triton.builds: '" + entry + "' is not an absolute path");
+    } else if (k == "plugins") {
+      // Pass plugin libraries (their MLIR passes become names [[edits]] of
+      // triton-nvidia and triton-amd can use); never a request's.
+      if (Status s = read_strings(value, path, "triton.plugins", config.triton_plugins); !s) return s;
+      for (const std::string& entry : config.triton_plugins)
+        if (entry.empty() || entry.front() != '/')
+          return config_error(path, "triton.plugins: '" + entry + "' is not an absolute path");
     } else {
       return config_error(path, "unknown key triton." + k);
     }

@@ -173,6 +173,9 @@ struct DaemonConfig {
   // environment's directory or a Python interpreter), before the project's
   // .deps/triton-builds.
   std::vector<std::string> triton_builds;
+  // [triton] plugins: Triton pass plugin libraries every build loads
+  // (absolute paths); their digests are in the key of every Triton compile.
+  std::vector<std::string> triton_plugins;
 };
 
 

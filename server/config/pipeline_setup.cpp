@@ -56,6 +56,7 @@ Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const Daemo
   if (auto nvjitlink = system->nvjitlink(); !nvjitlink) spdlog::warn("{}", nvjitlink.error().message);
 
   PipelineSetup setup{config.pipelines, config.plugins, config.llvm_pass_plugins, {}, {}, config.toolkit_policy};
+  setup.triton_plugins = config.triton_plugins;
   log_toolkit({"system", system, {}});
   for (size_t i = 1; i < found.size(); ++i) {
     setup.discovered_toolkits.push_back({found[i].origin, found[i].toolkit, {}});

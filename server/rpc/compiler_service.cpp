@@ -10,6 +10,8 @@
 #include "convert/wire_convert.h"
 #include "pipeline/default_pipelines.h"
 #include "pipeline/pipeline_toml.h"
+#include "pipeline/triton_pipeline.h"
+#include "backends/triton/triton_build.h"
 #include "server/observe/metrics.h"
 #include "server/edge/status_mapping.h"
 #include "server/edge/toolkit_listing.h"
@@ -161,6 +163,21 @@ void CompilerService::compile_fatbin(std::shared_ptr<Call> call, const v1::Compi
   }
 }
 
+namespace {
+
+Result<PipelineSpec> describe_triton(const CompilePipeline& pipelines, const PipelineSpec& pipeline, const Target& target) {
+  const TritonBuild* build = default_triton_build();
+  if (!build)
+    return make_error(ErrorCode::failed_precondition,
+                      "no Triton build was found (scripts/install-deps.sh installs two; [triton] builds names others)");
+  Result<TritonPipeline> stages = describe_triton_pipeline(*build, target, pipelines.triton_plugin_paths());
+  if (!stages) return stages.error();
+  const IrKind gives = pipeline.stages.empty() ? IrKind::cubin : pipeline.stages.back().gives;
+  return triton_pipeline_spec(pipeline.name, *stages, gives, pipelines.triton_edits(pipeline.name));
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServerContext* context,
                                                             const v1::DescribePipelineRequest* request,
                                                             v1::DescribePipelineResponse* response) {
@@ -179,6 +196,13 @@ grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServer
     const CompilePipeline& pipelines = compiler_->pipeline();
     Result<PipelineSpec> pipeline = pipelines.effective_pipeline(*input, request->pipeline(), vendor);
     if (!pipeline) return fail(pipeline.error());
+    // Triton's pipeline is the build's own: its stages and MLIR passes for
+    // the target, with the configuration's edits, from the default build.
+    if (!triton_pass_of(*pipeline).empty() && !request->target().empty()) {
+      Result<PipelineSpec> triton = describe_triton(pipelines, *pipeline, *parse_target(request->target()));
+      if (!triton) return fail(triton.error());
+      pipeline = std::move(triton);
+    }
     response->set_name(pipeline->name);
     response->set_toml(pipeline_to_toml(*pipeline));
     for (const std::string& name : pipelines.pipeline_names()) response->add_known_pipelines(name);

@@ -59,8 +59,10 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
   // runs nothing. Located, not run: a worker's start runs no program.
   if (worker_class.tileir)
     if (const std::optional<TileirasLocation> tileiras = tileiras_location()) allow_tileiras(policy, *tileiras);
-  if (worker_class.triton)
+  if (worker_class.triton) {
     for (const TritonBuild& build : triton_builds()) allow_triton_build(policy, build);
+    for (const std::string& plugin : config.triton_plugins) policy.read_only.push_back(plugin);
+  }
   return policy;
 }
 

@@ -8,6 +8,7 @@
 #include "metadata/cubin_reader.h"
 #include "metadata/hsaco_reader.h"
 #include "pipeline/amd_passes.h"
+#include "pipeline/triton_pipeline.h"
 #include "pipeline/builtin_passes.h"
 #include "pipeline/compile_key.h"
 #include "pipeline/default_pipelines.h"
@@ -48,7 +49,22 @@ Result<std::shared_ptr<const CompilePipeline>> CompilePipeline::create(std::shar
                                                                        PipelineSetup setup) {
   auto pipeline = std::make_shared<CompilePipeline>(std::move(toolkit));
   pipeline->named_ = std::move(setup.config.pipelines);
-  pipeline->edits_ = std::move(setup.config.edits);
+  for (PipelineEdit& edit : setup.config.edits) {
+    if (!is_triton_edit(edit)) {
+      pipeline->edits_.push_back(std::move(edit));
+    } else if (edit.op == EditOp::override_pipeline) {
+      return make_error(ErrorCode::failed_precondition, "edit from " + edit.origin + ": " + edit.scope +
+                                                            " is Triton's pipeline, which cannot be overridden whole");
+    } else {
+      pipeline->triton_edits_[edit.scope].push_back(std::move(edit));
+    }
+  }
+  if (!setup.triton_plugins.empty()) {
+    Result<std::string> plugins = kjit::triton_plugins_json(setup.triton_plugins);
+    if (!plugins) return plugins.error();
+    pipeline->triton_plugins_json_ = std::move(*plugins);
+    pipeline->triton_plugin_paths_ = std::move(setup.triton_plugins);
+  }
   for (const std::string& path : setup.plugin_paths) {
     Result<LoadedPlugin> plugin = load_plugin(path);
     if (!plugin) return plugin.error();
@@ -114,6 +130,12 @@ Status CompilePipeline::validate() const {
     }
   }
   return Ok{};
+}
+
+const std::vector<PipelineEdit>& CompilePipeline::triton_edits(const std::string& pipeline) const {
+  static const std::vector<PipelineEdit> none;
+  auto it = triton_edits_.find(pipeline);
+  return it == triton_edits_.end() ? none : it->second;
 }
 
 const CudaToolkit& CompilePipeline::toolkit_for(const Target& target) const {
@@ -218,6 +240,13 @@ Result<CompilePlan> CompilePipeline::plan(const CompileJob& job) const {
     if (std::find(pass->arg_keys.begin(), pass->arg_keys.end(), arg) == pass->arg_keys.end())
       return make_error(ErrorCode::invalid_argument, "pass '" + pass_name + "' takes no argument '" + arg + "'");
     plan.args[key] = value;
+  }
+  // Triton's edits and plugins reach the build's worker as the pass's
+  // arguments, so the key has them.
+  if (const std::string pass = triton_pass_of(plan.pipeline); !pass.empty()) {
+    if (const std::vector<PipelineEdit>& edits = triton_edits(plan.pipeline.name); !edits.empty())
+      plan.args[pass + "." + std::string(k_triton_edits_arg)] = triton_edits_json(edits);
+    if (!triton_plugins_json_.empty()) plan.args[pass + "." + std::string(k_triton_plugins_arg)] = triton_plugins_json_;
   }
 
   KeyInputs inputs{job, plan.pipeline, registry_, toolkit_for(job.target), plan.args, std::nullopt, {},

@@ -33,6 +33,8 @@ struct PipelineSetup {
   std::vector<RoutedToolkit> discovered_toolkits;
   std::vector<RoutedToolkit> pinned_toolkits;
   ToolkitPolicy toolkit_policy = ToolkitPolicy::system_first;
+  // Pass plugin libraries every Triton build loads ([triton] plugins).
+  std::vector<std::string> triton_plugins;
 };
 
 class CompilePipeline {
@@ -66,6 +68,12 @@ class CompilePipeline {
   // The toolkit that builds for `target` (toolkit_routing.h).
   const CudaToolkit& toolkit_for(const Target& target) const;
   const ToolkitRouting& toolkits() const { return routing_; }
+  // The configuration's edits of Triton's stages for a Triton pipeline
+  // (triton-nvidia, triton-amd), and the Triton pass plugins as the plan
+  // passes them on (JSON; "" for none).
+  const std::vector<PipelineEdit>& triton_edits(const std::string& pipeline) const;
+  const std::string& triton_plugins_json() const { return triton_plugins_json_; }
+  const std::vector<std::string>& triton_plugin_paths() const { return triton_plugin_paths_; }
 
  private:
   // The name a request's pipeline resolves to: its own, or the default.
@@ -84,6 +92,11 @@ class CompilePipeline {
   std::vector<PipelineEdit> edits_;   // configuration first, then plugins in load order
   std::vector<LoadedPlugin> plugins_;
   std::vector<std::string> llvm_pass_plugins_;
+  // Edits of Triton's own stages, by pipeline: their anchors are MLIR pass
+  // names a Triton build resolves per target, not kjit passes.
+  std::map<std::string, std::vector<PipelineEdit>> triton_edits_;
+  std::vector<std::string> triton_plugin_paths_;
+  std::string triton_plugins_json_;
   ToolkitRouting routing_;
   // Every (input, pipeline name) a request can ask for (an empty name first
   // becomes the default's, by vendor), with its edits

@@ -1,7 +1,10 @@
 #include "pipeline/triton_passes.h"
 
+#include <nlohmann/json.hpp>
+
 #include "backends/triton/triton_build.h"
 #include "backends/triton/triton_compile.h"
+#include "pipeline/triton_pipeline.h"
 
 namespace kjit {
 namespace {
@@ -16,14 +19,29 @@ Result<PassOutput> run_triton(PassContext& ctx, std::string_view module_text) {
     return make_error(ErrorCode::failed_precondition,
                       "Triton build '" + ctx.job.triton_build + "' is not one this process knows");
   TritonCompileRequest request{module_text, ctx.job.input_name, ctx.job.target, ctx.job.options};
+  // Set by the plan from the daemon's configuration, never by a request.
+  if (auto edits = ctx.args.find(std::string(k_triton_edits_arg)); edits != ctx.args.end())
+    request.edits_json = edits->second;
+  if (auto plugins = ctx.args.find(std::string(k_triton_plugins_arg)); plugins != ctx.args.end()) {
+    const nlohmann::json list = nlohmann::json::parse(plugins->second, nullptr, false);
+    if (list.is_array())
+      for (const nlohmann::json& plugin : list)
+        if (plugin.is_object()) request.plugins.push_back(plugin.value("path", std::string()));
+  }
   Result<TritonCompileOutput> out = compile_triton(*build, request);
   if (!out) return out.error();
   if (ctx.triton_metadata) *ctx.triton_metadata = std::move(out->metadata);
   std::string log = out->log;
+  if (!log.empty() && log.back() != '\n') log += '\n';
   if (!out->stages.empty()) {
-    if (!log.empty() && log.back() != '\n') log += '\n';
     log += build->name + " stages:";
     for (const StageTiming& stage : out->stages) log += " " + stage.stage + " " + std::to_string(stage.ms) + " ms";
+    log += '\n';
+  }
+  // Which MLIR passes ran, edits applied: what `kjit pipeline show` promised.
+  for (const TritonStage& stage : out->passes) {
+    log += stage.name + " passes:";
+    for (const std::string& pass : stage.passes) log += " " + pass;
     log += '\n';
   }
   return PassOutput{std::move(out->binary), std::move(log)};

@@ -3,8 +3,8 @@
 # once; then each request on stdin gets exactly one answer on stdout.
 #
 # Framing: a 4-byte little-endian length, then that many bytes of UTF-8 JSON
-# (one object). Requests: {"op": "describe"} and {"op": "compile", ...}; see
-# describe() and compile_job(). The child exits 0 at EOF on stdin.
+# (one object). Requests: {"op": "describe"}, {"op": "compile", ...} and
+# {"op": "pipeline", ...}; see describe(), compile_job() and pipeline_job(). The child exits 0 at EOF on stdin.
 #
 # Compiles go through plain triton.compile() of the source written to a file,
 # with a cache manager that keeps every file Triton puts in memory and never
@@ -127,14 +127,18 @@ _stage_times = []  # [(stage, ms)] of the current job
 
 def _stages_hook(*args):
     # Called with no arguments for a cache-key suffix: an empty one keeps the
-    # hash (which is in the metadata) that of a plain triton.compile. Called
-    # as (backend, stages, options, language, capability) to let us wrap the
-    # stage functions; the wrappers only time them.
+    # hash (which is in the metadata) that of a plain triton.compile; a job
+    # with edits adds their digest, as a plugin's hook would. Called as
+    # (backend, stages, options, language, capability) to let us wrap the
+    # stage functions; the wrappers time them and say which stage adds and
+    # runs the passes.
     if not args:
-        return "", ""
+        return _job.key_suffix()
     stages = args[1]
     for name, fn in list(stages.items()):
         stages[name] = _timed(name, fn)
+    _job.stage_order = list(stages.keys())
+    _job.stage_functions = stages
     return None
 
 
@@ -142,9 +146,11 @@ def _timed(name, fn):
 
     def run(src, metadata):
         start = time.perf_counter()
+        _job.stage = name
         try:
             return fn(src, metadata)
         finally:
+            _job.stage = None
             _stage_times.append({"stage": name, "ms": round((time.perf_counter() - start) * 1000, 3)})
 
     return run
@@ -159,6 +165,344 @@ def _install_stage_hook():
 
 
 HAS_STAGE_HOOK = _install_stage_hook()
+
+# ---------------------------------------------------------------- passes and edits
+
+# Triton's stage functions build MLIR pass managers through the bindings of
+# its `passes` modules (passes.ttir.add_combine, nvidia.passes.ttnvgpuir...)
+# and run them. Wrapping the pass manager shows which MLIR passes each stage
+# runs, by their argument names as get_pipeline_str prints them; wrapping
+# the bindings lets a job's edits act where Triton adds a pass: a pass
+# inserted before or after it, the pass dropped or replaced, or a stage
+# given a pass list of its own. A job without edits calls every binding as
+# Triton does, so its output is that of triton.compile.
+
+_ir = triton._C.libtriton.ir
+_TritonPassManager = _ir.pass_manager
+_scratch_context = None
+
+
+def _pass_names(pipeline):
+    """'any(inline{...},triton-combine,canonicalize{...})' -> the top-level
+    pass names ['inline', 'triton-combine', 'canonicalize']."""
+    text = pipeline.strip()
+    opening = text.find("(")
+    if opening >= 0 and text.endswith(")"):
+        text = text[opening + 1:-1]
+    names, depth, start = [], 0, 0
+    for i, c in enumerate(text + ","):
+        if c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            entry = text[start:i].strip()
+            if entry:
+                names.append(re.split(r"[({]", entry, maxsplit=1)[0].strip())
+            start = i + 1
+    return names
+
+
+def _scratch_pass_manager():
+    global _scratch_context
+    if _scratch_context is None:
+        _scratch_context = _ir.context()
+    return _TritonPassManager(_scratch_context)
+
+
+class _Edits:
+    """The edits of the current job and what its stages ran."""
+
+    def __init__(self):
+        self.reset([])
+
+    def reset(self, edits):
+        self.edits = edits  # dicts: op, anchor, pass, stage, passes, origin; "done" once applied
+        self.stage = None
+        self.stage_order = []
+        self.stage_functions = {}
+        self.ran = {}  # stage -> pass names its pass managers ran
+        self.overridden = set()
+        self.digest = hashlib.sha256(json.dumps(edits, sort_keys=True).encode()).hexdigest() if edits else ""
+
+    def key_suffix(self):
+        return ("-kjit-edits-" + self.digest, self.digest) if self.digest else ("", "")
+
+    def record_run(self, pipeline):
+        if self.stage is not None:
+            self.ran.setdefault(self.stage, []).extend(_pass_names(pipeline))
+
+    def add(self, pm, original, args, kwargs):
+        if not self.edits or self.stage is None:
+            return original(pm, *args, **kwargs)
+        override = next((e for e in self.edits if e["op"] == "override-stage" and e["stage"] == self.stage), None)
+        if override is not None:
+            # The stage's own passes are dropped; its list goes in at the
+            # first pass Triton adds.
+            if self.stage not in self.overridden:
+                self.overridden.add(self.stage)
+                override["done"] = True
+                for name in override["passes"]:
+                    _add_pass_named(pm, name, override)
+            return None
+        names = _names_added(original, args, kwargs)
+        matching = [e for e in self.edits if not e.get("done") and e.get("anchor") in names
+                    and e.get("stage") in (None, self.stage)]
+        if matching and len(names) != 1:
+            raise JobError("failed_precondition", f"{matching[0]['origin']}: pass {matching[0]['anchor']} is added "
+                           f"together with {', '.join(n for n in names if n != matching[0]['anchor'])} by one "
+                           "binding of Triton's; an edit cannot single it out")
+        for edit in matching:
+            if edit["op"] == "insert-before":
+                _add_pass_named(pm, edit["pass"], edit)
+                edit["done"] = True
+        dropped = next((e for e in matching if e["op"] in ("disable", "replace")), None)
+        if dropped is None:
+            original(pm, *args, **kwargs)
+        else:
+            dropped["done"] = True
+            if dropped["op"] == "replace":
+                _add_pass_named(pm, dropped["pass"], dropped)
+        for edit in matching:
+            if edit["op"] == "insert-after":
+                _add_pass_named(pm, edit["pass"], edit)
+                edit["done"] = True
+        return None
+
+
+_job = _Edits()
+
+
+class _RecordingPassManager(_TritonPassManager):
+
+    def run(self, *args, **kwargs):
+        _job.record_run(self.get_pipeline_str())
+        return super().run(*args, **kwargs)
+
+
+_ir.pass_manager = _RecordingPassManager
+
+
+def _names_added(binding, args=(), kwargs=None):
+    scratch = _scratch_pass_manager()
+    binding(scratch, *args, **(kwargs or {}))
+    return _pass_names(scratch.get_pipeline_str())
+
+
+def _binding_modules():
+    lib = triton._C.libtriton
+    module_type = type(lib)
+    found, seen = [], set()
+
+    def walk(module):
+        if module is None or id(module) in seen:
+            return
+        seen.add(id(module))
+        found.append(module)
+        for name in dir(module):
+            child = getattr(module, name, None)
+            if isinstance(child, module_type):
+                walk(child)
+
+    walk(getattr(lib, "passes", None))
+    for backend in ("nvidia", "amd"):
+        walk(getattr(getattr(lib, backend, None), "passes", None))
+    return found
+
+
+_plain_bindings = None  # pass name -> a binding that adds only it, from pm alone
+
+
+def _wrap_bindings():
+    """Wraps every add_* binding not wrapped yet (a plugin brings new ones)."""
+    global _plain_bindings
+    for module in _binding_modules():
+        for name in dir(module):
+            binding = getattr(module, name, None)
+            if not name.startswith("add_") or not callable(binding) or hasattr(binding, "kjit_original"):
+                continue
+
+            def add(pm, *args, _original=binding, **kwargs):
+                return _job.add(pm, _original, args, kwargs)
+
+            add.kjit_original = binding
+            add.__doc__ = binding.__doc__
+            setattr(module, name, add)
+    _plain_bindings = None
+
+
+def _plain_binding_map():
+    """The passes a stage may be given by name: those a binding adds from the
+    pass manager alone (plugin passes first)."""
+    global _plain_bindings
+    if _plain_bindings is not None:
+        return _plain_bindings
+    found = {}
+    modules = _binding_modules()
+    modules.sort(key=lambda m: 0 if m.__name__.endswith("plugin") else 1)
+    for module in modules:
+        for name in sorted(dir(module)):
+            binding = getattr(getattr(module, name, None), "kjit_original", None)
+            if binding is None:
+                continue
+            try:
+                names = _names_added(binding)
+            except Exception:  # the binding needs arguments
+                continue
+            if len(names) == 1:
+                found.setdefault(names[0], binding)
+    _plain_bindings = found
+    return found
+
+
+def _add_pass_named(pm, name, edit):
+    binding = _plain_binding_map().get(name)
+    if binding is None:
+        raise JobError("failed_precondition", f"{edit['origin']}: no pass named {name!r} can be added by name "
+                       "(a plugin's pass, or a Triton pass that takes no arguments)")
+    binding(pm)
+
+
+_wrap_bindings()
+
+# A small kernel whose compile shows the passes each stage runs for a target
+# and options: which passes Triton adds depends on those, not on the kernel.
+_PROBE_TTIR = """module {
+  tt.func public @kjit_pipeline_probe(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>, %n: i32) attributes {noinline = false} {
+    %two = arith.constant dense<2.000000e+00> : tensor<128xf32>
+    %block = arith.constant 128 : i32
+    %pid = tt.get_program_id x : i32
+    %start = arith.muli %pid, %block : i32
+    %range = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    %starts = tt.splat %start : i32 -> tensor<128xi32>
+    %offsets = arith.addi %starts, %range : tensor<128xi32>
+    %ns = tt.splat %n : i32 -> tensor<128xi32>
+    %mask = arith.cmpi slt, %offsets, %ns : tensor<128xi32>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %offsets : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offsets : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
+    %v = tt.load %xp, %mask : tensor<128x!tt.ptr<f32>>
+    %w = arith.mulf %v, %two : tensor<128xf32>
+    tt.store %yp, %w, %mask : tensor<128x!tt.ptr<f32>>
+    tt.return
+  }
+}
+"""
+
+_pipelines = {}  # (target, options) -> the stages and their passes
+
+
+def describe_pipeline(target, options):
+    """Triton's stages for this target and options, in order, each with the
+    MLIR passes it runs: [{"name", "passes"}]. The source's own stage is
+    listed too (Triton skips it for an IR source; run_stages says which)."""
+    cache_key = json.dumps([target.backend, target.arch, target.warp_size, options, sorted(_loaded_plugins)],
+                           sort_keys=True, default=str)
+    if cache_key in _pipelines:
+        return _pipelines[cache_key]
+    path = os.path.join(WORK_DIR, "kjit_pipeline_probe.ttir")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_PROBE_TTIR)
+    _job.reset([])
+    try:
+        with _Capture() as capture:
+            try:
+                _compile_file(path, target, options)
+                # The ttir stage, which Triton skips for this TTIR source,
+                # run on its own to see its passes.
+                backend = triton.compiler.compiler.make_backend(target)
+                context = _ir.context()
+                _ir.load_dialects(context)
+                backend.load_dialects(context)
+                module = _ir.parse_mlir_module(path, context)
+                module.context = context  # as Triton's IRSource does
+                _job.stage_functions["ttir"](module, {})
+                error = None
+            except Exception as e:
+                error = e
+        if error is not None:
+            raise JobError("internal", f"cannot list the passes of {target.backend}:{target.arch}: {_one_line(error)}",
+                           capture.text + "".join(traceback.format_exception(error)))
+        stages = [{"name": name, "passes": list(_job.ran.get(name, []))} for name in _job.stage_order]
+    finally:
+        MemoryCache.puts = []
+        os.unlink(path)
+        _job.reset([])
+    _pipelines[cache_key] = stages
+    return stages
+
+
+def skipped_stages(stages, ir):
+    """The stages Triton does not run for a source of this IR: up to and
+    including the source's own."""
+    names = [s["name"] for s in stages]
+    own = "ttgir" if ir == "glir" else ir
+    return names[:names.index(own) + 1] if own in names else []
+
+
+_EDIT_OPS = ("insert-before", "insert-after", "disable", "replace", "override-stage")
+
+
+def _checked_edits(edits, stages, ir, pipeline_name):
+    """The request's edits, checked against the stages that will run."""
+    if edits is None:
+        return []
+    if not isinstance(edits, list):
+        raise JobError("invalid_argument", "edits must be a list")
+    skipped = skipped_stages(stages, ir)
+    by_name = {s["name"]: s for s in stages}
+    checked = []
+    for edit in edits:
+        if not isinstance(edit, dict) or edit.get("op") not in _EDIT_OPS:
+            raise JobError("invalid_argument", f"an edit is an object whose op is one of {', '.join(_EDIT_OPS)}")
+        origin = str(edit.get("origin") or "an edit")
+        op = edit["op"]
+        if op == "override-stage":
+            stage, passes = edit.get("stage"), edit.get("passes")
+            if stage not in by_name:
+                raise JobError("failed_precondition", f"{origin}: override-stage names stage {stage!r}; "
+                               f"{pipeline_name} has {', '.join(by_name)}")
+            if not by_name[stage]["passes"]:
+                raise JobError("failed_precondition", f"{origin}: stage {stage} runs no MLIR passes to override")
+            if stage in skipped:
+                raise JobError("failed_precondition", f"{origin}: override-stage {stage} would never run: Triton "
+                               f"skips stage{'s' if len(skipped) > 1 else ''} {', '.join(skipped)} for a .{ir} source")
+            if not isinstance(passes, list) or not all(isinstance(p, str) and p for p in passes):
+                raise JobError("invalid_argument", f"{origin}: override-stage needs a list of pass names")
+            for name in passes:
+                if name not in _plain_binding_map():
+                    _add_pass_named(None, name, {"origin": origin})
+            checked.append({"op": op, "stage": stage, "passes": passes, "origin": origin})
+            continue
+        anchor = edit.get("anchor")
+        if not isinstance(anchor, str) or not anchor:
+            raise JobError("invalid_argument", f"{origin}: {op} needs an anchor pass")
+        # "ttgir/canonicalize": that stage's first canonicalize. A bare name:
+        # its first occurrence in the stages that run, as on kjit's own
+        # pipelines (the source's own stage never runs).
+        in_stage = None
+        if "/" in anchor and anchor.split("/", 1)[0] in by_name:
+            in_stage, anchor = anchor.split("/", 1)
+        candidates = [s for s in stages if in_stage in (None, s["name"])]
+        where = [s["name"] for s in candidates if anchor in s["passes"]]
+        if not where:
+            raise JobError("failed_precondition", f"{origin}: {op} names anchor pass {anchor!r}, which "
+                           f"{in_stage or pipeline_name} does not run for this target and options")
+        if all(name in skipped for name in where):
+            raise JobError("failed_precondition", f"{origin}: {op} {anchor} is in stage {where[0]}, which Triton "
+                           f"skips for a .{ir} source (it is the source's own stage or an earlier one); anchor a "
+                           "pass of a later stage")
+        entry = {"op": op, "anchor": anchor, "stage": in_stage, "origin": origin}
+        if op != "disable":
+            name = edit.get("pass")
+            if not isinstance(name, str) or not name:
+                raise JobError("invalid_argument", f"{origin}: {op} needs a pass")
+            if name not in _plain_binding_map():
+                _add_pass_named(None, name, {"origin": origin})
+            entry["pass"] = name
+        checked.append(entry)
+    return checked
 
 # ---------------------------------------------------------------- describe
 
@@ -615,11 +959,31 @@ def _load_plugins(paths):
             raise JobError("invalid_argument", f"cannot load plugin {path}: {_one_line(error)}",
                            capture.text + "".join(traceback.format_exception(error)))
         _loaded_plugins.add(path)
+        _wrap_bindings()  # the plugin's add_* bindings
 
 
 def _one_line(error):
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"[:500]
+
+
+def _pipeline_name(target):
+    return "triton-nvidia" if target.backend == "cuda" else "triton-amd"
+
+
+def pipeline_job(request):
+    """The stages and passes a compile for this target and options runs."""
+    description = describe()
+    target = _target(request, description)
+    options = _check_options(target.backend, request.get("options"), description)
+    _load_plugins(request.get("plugins"))
+    stages = describe_pipeline(target, options)
+    return {
+        "ok": True,
+        "pipeline": _pipeline_name(target),
+        "stages": stages,
+        "skipped": {ir: skipped_stages(stages, ir) for ir in ("ttir", "ttgir")},
+    }
 
 
 def compile_job(request):
@@ -631,22 +995,36 @@ def compile_job(request):
     target = _target(request, description)
     options = _check_options(target.backend, request.get("options"), description)
     _load_plugins(request.get("plugins"))
+    edits = []
+    if request.get("edits"):
+        edits = _checked_edits(request["edits"], describe_pipeline(target, options), ir, _pipeline_name(target))
     path = _write_source(source, ir)
 
     error = None
+    _job.reset(edits)
     with _Capture() as capture:
         try:
             kernel = _compile_file(path, target, options)
         except Exception as e:  # Triton reports bad input as any exception
             error = e
+    skipped = skipped_stages([{"name": name} for name in _job.stage_order], ir)
+    ran = [{"stage": name, "passes": _job.ran.get(name, [])} for name in _job.stage_order if name not in skipped]
+    _job.reset([])
     log = capture.text
     if error is not None:
         log += "".join(traceback.format_exception(error))
+        if isinstance(error, JobError):  # an edit that could not be applied
+            raise JobError(error.code, error.message, log)
         # ptxas that cannot start is the machine's fault, not the input's.
         code = "failed_precondition" if isinstance(error, OSError) else "invalid_argument"
         if isinstance(error, MemoryError):
             code = "internal"
         raise JobError(code, _one_line(error), log)
+    for edit in edits:
+        if not edit.get("done"):
+            what = edit.get("anchor") or edit.get("stage")
+            raise JobError("failed_precondition", f"{edit['origin']}: {edit['op']} {what} found nothing to act on "
+                           "while compiling (Triton added that pass through a path kjit does not see)", log)
 
     binary_ext = "cubin" if target.backend == "cuda" else "hsaco"
     name = kernel.metadata.name
@@ -670,6 +1048,7 @@ def compile_job(request):
         "metadata_json": metadata_json,
         "files": files,
         "stages": list(_stage_times),
+        "passes": ran,
         "log": log,
     }
 
@@ -708,7 +1087,10 @@ def answer_for(body):
             return describe()
         if op == "compile":
             return compile_job(request)
-        return {"ok": False, "code": "invalid_argument", "message": f"unknown op {op!r}: describe or compile",
+        if op == "pipeline":
+            return pipeline_job(request)
+        return {"ok": False, "code": "invalid_argument",
+                "message": f"unknown op {op!r}: describe, compile or pipeline",
                 "log": ""}
     except JobError as e:
         return {"ok": False, "code": e.code, "message": e.message, "log": e.log}

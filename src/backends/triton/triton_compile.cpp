@@ -78,26 +78,34 @@ void set_triton_home(std::string directory) {
   interpreters().home = std::move(directory);
 }
 
-Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const TritonCompileRequest& request) {
-  if (!build.builds(request.target))
-    return make_error(ErrorCode::failed_precondition,
-                      "Triton build '" + build.name + "' does not build " + request.target.canonical());
-  json target = json::object();
-  if (request.target.is_amd()) {
-    target = {{"backend", "hip"}, {"arch", request.target.processor}, {"warp_size", 64}};
-  } else {
-    target = {{"backend", "cuda"}, {"arch", request.target.sm}, {"warp_size", 32}};
-  }
-  json options = json::object();
-  for (const std::string& option : request.options) {
-    const size_t eq = option.find('=');
-    if (eq == std::string::npos) continue;
-    options[option.substr(0, eq)] = typed_value(build, request.target, option.substr(0, eq), option.substr(eq + 1));
-  }
-  json ask = {{"op", "compile"}, {"source", request.module_text}, {"target", target}, {"options", options}};
-  if (std::string ir = ir_of(request.input_name); !ir.empty()) ask["ir"] = ir;
+namespace {
 
-  // One compile at a time per process (a worker runs one job at a time);
+json target_json(const Target& target) {
+  if (target.is_amd()) return {{"backend", "hip"}, {"arch", target.processor}, {"warp_size", 64}};
+  return {{"backend", "cuda"}, {"arch", target.sm}, {"warp_size", 32}};
+}
+
+std::vector<std::string> strings_of(const json& value) {
+  std::vector<std::string> out;
+  if (value.is_array())
+    for (const json& item : value)
+      if (item.is_string()) out.push_back(item.get<std::string>());
+  return out;
+}
+
+std::vector<TritonStage> stages_of(const json& list, const char* name_key) {
+  std::vector<TritonStage> out;
+  if (list.is_array())
+    for (const json& stage : list)
+      if (stage.is_object()) out.push_back({stage.value(name_key, std::string()), strings_of(stage.value("passes", json()))});
+  return out;
+}
+
+// One question to the build's interpreter (started at the first, kept for
+// the next ones): its answer when it says ok, else the error it gave.
+Result<json> ask_interpreter(const TritonBuild& build, const json& question, const Target& target,
+                             std::chrono::milliseconds timeout) {
+  // One question at a time per process (a worker runs one job at a time);
   // the lock keeps in-process callers (tests) from sharing a child's pipe.
   Interpreters& all = interpreters();
   std::lock_guard lock(all.mutex);
@@ -108,36 +116,80 @@ Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const Trito
     if (!started) return started.error();
     child = std::move(started.value());
   }
-  Result<std::string> answer_text = child->ask(ask.dump(-1, ' ', false, json::error_handler_t::replace), request.timeout);
+  Result<std::string> answer_text =
+      child->ask(question.dump(-1, ' ', false, json::error_handler_t::replace), timeout);
   if (!answer_text) {
     // LLVM and MLIR abort the process on some inputs they cannot lower
     // ("LLVM ERROR: Cannot select"): the module caused it, and the
     // interpreter is started again at the next compile.
     if (answer_text.error().message.find("killed by signal 6") != std::string::npos)
       return make_error(ErrorCode::invalid_argument,
-                        "Triton aborted compiling this module for " + request.target.canonical() +
+                        "Triton aborted compiling this module for " + target.canonical() +
                             " (its diagnostic, such as \"LLVM ERROR: ...\", is in kjitd's log): " +
                             answer_text.error().message);
     return answer_text.error();
   }
   json answer = json::parse(*answer_text, nullptr, false);
   if (!answer.is_object()) return make_error(ErrorCode::internal, "the Triton interpreter answered something that is not JSON");
-  const std::string log = answer.value("log", std::string());
   if (!answer.value("ok", false)) {
     Error error = make_error(code_of(answer.value("code", std::string("internal"))),
                              answer.value("message", std::string("Triton failed")));
-    error.log = log;
+    error.log = answer.value("log", std::string());
     return error;
   }
+  return answer;
+}
+
+}  // namespace
+
+Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const TritonCompileRequest& request) {
+  if (!build.builds(request.target))
+    return make_error(ErrorCode::failed_precondition,
+                      "Triton build '" + build.name + "' does not build " + request.target.canonical());
+  json options = json::object();
+  for (const std::string& option : request.options) {
+    const size_t eq = option.find('=');
+    if (eq == std::string::npos) continue;
+    options[option.substr(0, eq)] = typed_value(build, request.target, option.substr(0, eq), option.substr(eq + 1));
+  }
+  json ask = {{"op", "compile"}, {"source", request.module_text}, {"target", target_json(request.target)},
+              {"options", options}};
+  if (std::string ir = ir_of(request.input_name); !ir.empty()) ask["ir"] = ir;
+  if (!request.edits_json.empty()) {
+    json edits = json::parse(request.edits_json, nullptr, false);
+    if (!edits.is_array()) return make_error(ErrorCode::internal, "the pipeline's Triton edits are not a JSON list");
+    ask["edits"] = std::move(edits);
+  }
+  if (!request.plugins.empty()) ask["plugins"] = request.plugins;
+
+  Result<json> answer = ask_interpreter(build, ask, request.target, request.timeout);
+  if (!answer) return answer.error();
   TritonCompileOutput out;
-  std::optional<std::string> binary = base64_decode(answer.value("binary_b64", std::string()));
+  std::optional<std::string> binary = base64_decode(answer->value("binary_b64", std::string()));
   if (!binary || binary->empty()) return make_error(ErrorCode::internal, "Triton's answer holds no binary");
   out.binary = std::move(*binary);
-  out.metadata = answer.value("metadata_json", std::string());
-  out.kernel_name = answer.value("name", std::string());
-  for (const json& stage : answer.value("stages", json::array()))
+  out.metadata = answer->value("metadata_json", std::string());
+  out.kernel_name = answer->value("name", std::string());
+  for (const json& stage : answer->value("stages", json::array()))
     if (stage.is_object()) out.stages.push_back({stage.value("stage", std::string()), stage.value("ms", 0.0), {}});
-  out.log = log;
+  out.passes = stages_of(answer->value("passes", json::array()), "stage");
+  out.log = answer->value("log", std::string());
+  return out;
+}
+
+Result<TritonPipeline> describe_triton_pipeline(const TritonBuild& build, const Target& target,
+                                                const std::vector<std::string>& plugins) {
+  if (!build.builds(target))
+    return make_error(ErrorCode::failed_precondition, "Triton build '" + build.name + "' does not build " + target.canonical());
+  json ask = {{"op", "pipeline"}, {"target", target_json(target)}, {"options", json::object()}};
+  if (!plugins.empty()) ask["plugins"] = plugins;
+  Result<json> answer = ask_interpreter(build, ask, target, std::chrono::minutes(5));
+  if (!answer) return answer.error();
+  TritonPipeline out;
+  out.stages = stages_of(answer->value("stages", json::array()), "name");
+  const json skipped = answer->value("skipped", json::object());
+  if (skipped.is_object())
+    for (const auto& [ir, stages] : skipped.items()) out.skipped[ir] = strings_of(stages);
   return out;
 }
 

@@ -20,7 +20,18 @@ struct TritonCompileRequest {
   std::string input_name;            // its extension (.ttir, .ttgir, .glir) says which IR; else the text does
   Target target;
   std::vector<std::string> options;  // canonical "name=value" (check_triton_options)
+  // The pipeline's edits of Triton's stages, as a JSON list (worker script:
+  // op, anchor, pass, stage, passes, origin); "" for none. And the pass
+  // plugin libraries the build loads first.
+  std::string edits_json;
+  std::vector<std::string> plugins;
   std::chrono::milliseconds timeout{600'000};
+};
+
+// One of Triton's stages and the MLIR passes it runs, by argument name.
+struct TritonStage {
+  std::string name;
+  std::vector<std::string> passes;
 };
 
 struct TritonCompileOutput {
@@ -28,7 +39,16 @@ struct TritonCompileOutput {
   std::string metadata;  // the .json Triton writes, as it writes it
   std::string kernel_name;
   std::vector<StageTiming> stages;  // Triton's own stages, as they ran
+  std::vector<TritonStage> passes;  // the MLIR passes each stage that ran ran
   std::string log;
+};
+
+// Triton's stages for this target and options (each with its passes, the
+// source's own stage too) and, per source IR ("ttir", "ttgir"), the stages
+// Triton skips for it.
+struct TritonPipeline {
+  std::vector<TritonStage> stages;
+  std::map<std::string, std::vector<std::string>> skipped;
 };
 
 // Where the process's interpreters live (each in a directory of its own
@@ -41,5 +61,10 @@ void set_triton_home(std::string directory);
 // or deadline_exceeded when the interpreter failed (it is restarted at the
 // next compile).
 Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const TritonCompileRequest& request);
+
+// What compile_triton would run, from a small kernel's compile (cached by the
+// interpreter per target, options and plugins).
+Result<TritonPipeline> describe_triton_pipeline(const TritonBuild& build, const Target& target,
+                                                const std::vector<std::string>& plugins);
 
 }  // namespace kjit
