@@ -224,6 +224,10 @@ Result<CompilePlan> CompilePipeline::plan(const CompileJob& job) const {
                                                        std::string(to_string(*builds_for)) + " targets; " +
                                                        job.target.canonical() + " is " +
                                                        std::string(to_string(job.target.vendor)) + "'s");
+  if (job.target.is_amd() && !job.target.amd_arch().llvm19_builds && triton_pass_of(resolved->second.pipeline).empty())
+    return make_error(ErrorCode::failed_precondition,
+                      job.target.canonical() + " is built from Triton IR only (by a Triton build's own LLVM): LLVM 19, "
+                      "which pipeline '" + *name + "' runs, does not know it");
   CompilePlan plan;
   plan.pipeline = resolved->second.pipeline;
   plan.args = plan.pipeline.args;

@@ -11,10 +11,11 @@ namespace {
 
 constexpr uint32_t k_lds = 64 * 1024;
 
-// Every processor here is one LLVM 19's AMDGPU back end accepts (gfx950 is
-// not). LDS per workgroup: 64 KiB on all of them (RDNA's 128 KiB per WGP is
-// shared by two workgroups in WGP mode).
-constexpr std::array<AmdArchInfo, 22> k_amd_archs{{
+// Every processor here but gfx950 is one LLVM 19's AMDGPU back end accepts;
+// gfx950 is built from Triton IR only, by Triton's own LLVM. LDS per
+// workgroup: 64 KiB (RDNA's 128 KiB per WGP is shared by two workgroups in
+// WGP mode), 160 KiB on CDNA4.
+constexpr std::array<AmdArchInfo, 23> k_amd_archs{{
     {"gfx900", "GCN5 (Vega 10)", k_lds, 64, false, 1024, "5.2"},
     {"gfx906", "GCN5 (Vega 20, MI50)", k_lds, 64, false, 1024, "5.2"},
     {"gfx908", "CDNA1 (MI100)", k_lds, 64, false, 1024, "5.2"},
@@ -23,6 +24,7 @@ constexpr std::array<AmdArchInfo, 22> k_amd_archs{{
     {"gfx940", "CDNA3 (MI300, early)", k_lds, 64, false, 1024, "6.0"},
     {"gfx941", "CDNA3 (MI300, early)", k_lds, 64, false, 1024, "6.0"},
     {"gfx942", "CDNA3 (MI300)", k_lds, 64, false, 1024, "6.0"},
+    {"gfx950", "CDNA4 (MI350)", 160 * 1024, 64, false, 1024, "7.0", false},
     {"gfx1010", "RDNA1", k_lds, 32, true, 1024, "5.2"},
     {"gfx1011", "RDNA1", k_lds, 32, true, 1024, "5.2"},
     {"gfx1012", "RDNA1", k_lds, 32, true, 1024, "5.2"},

@@ -22,6 +22,9 @@ struct AmdArchInfo {
   // ROCm 5.2.3 builds every row marked "5.2" and aborts on the others; the
   // later versions are ROCm's release notes.
   std::string_view min_rocm_hiprtc;
+  // LLVM 19's AMDGPU back end knows it. Where it does not (gfx950), only a
+  // Triton build, which carries its own LLVM, builds for it.
+  bool llvm19_builds = true;
 };
 
 // HIP's API mirrors CUDA's: dynamic LDS beyond this needs

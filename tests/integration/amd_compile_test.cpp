@@ -183,7 +183,9 @@ TEST_F(AmdCompileTest, InputsAndTargetsOfTheOtherVendorAreRefused) {
   CompileRequest wrong_kind = ir("hip:gfx90a");
   wrong_kind.artifact = ArtifactKind::ptx;
   EXPECT_TRUE(fails_with(client().compile(wrong_kind), ErrorCode::invalid_argument, "HSACO"));
-  EXPECT_TRUE(fails_with(client().compile(ir("hip:gfx950")), ErrorCode::invalid_argument, "known AMD targets"));
+  EXPECT_TRUE(fails_with(client().compile(ir("hip:gfx9999")), ErrorCode::invalid_argument, "known AMD targets"));
+  // gfx950 is a target for Triton IR only: LLVM 19 does not know it.
+  EXPECT_TRUE(fails_with(client().compile(ir("hip:gfx950")), ErrorCode::failed_precondition, "Triton IR only"));
   CompileRequest option = ir("hip:gfx90a");
   option.options = {"-lineinfo"};
   EXPECT_TRUE(fails_with(client().compile(option), ErrorCode::invalid_argument, "-lineinfo"));

@@ -17,7 +17,7 @@ build=${KJIT_BUILD_DIR:-$repo/build}
 builds=${KJIT_TRITON_BUILDS_DIR:-$repo/.deps/triton-builds}
 upstream=$builds/triton-3.9.0/bin/python
 fb=$builds/fbtriton-3.7.4/bin/python
-targets=${KJIT_TRITON_TARGETS:-"cuda:90 cuda:107 hip:gfx942"}
+targets=${KJIT_TRITON_TARGETS:-"cuda:90 cuda:107 hip:gfx942 hip:gfx950"}
 
 if [[ ! -x "$upstream" || ! -x "$fb" ]]; then
   echo "SKIP: no Triton builds in $builds (scripts/install-deps.sh installs triton 3.9.0 and fbtriton 3.7.4)"

@@ -20,7 +20,7 @@ TEST(AmdTarget, ParsesHipSpellingsAndTheBareProcessor) {
 }
 
 TEST(AmdTarget, UnknownOrMalformedProcessorsAreRefusedNamingTheKnownOnes) {
-  for (const char* text : {"hip:gfx950", "hip:", "hip:gfx90a:xnack-", "hip:GFX90A", "gfx", "hip:sm_90"}) {
+  for (const char* text : {"hip:gfx9999", "hip:", "hip:gfx90a:xnack-", "hip:GFX90A", "gfx", "hip:sm_90"}) {
     Result<Target> target = parse_target(text);
     ASSERT_FALSE(target) << text;
     EXPECT_EQ(target.error().code, ErrorCode::invalid_argument);
@@ -39,7 +39,11 @@ TEST(AmdTarget, TheTableHasTheProcessorsLlvm19BuildsWithTheirLimits) {
   EXPECT_FALSE(find_amd_arch("gfx942")->wavefront_64_selectable);
   EXPECT_EQ(find_amd_arch("gfx1100")->default_wavefront, 32u);
   EXPECT_TRUE(find_amd_arch("gfx1100")->wavefront_64_selectable);
-  EXPECT_EQ(find_amd_arch("gfx950"), nullptr);  // LLVM 19 cannot build it
+  // CDNA4: a target for Triton IR only (LLVM 19 cannot build it), with 160 KiB of LDS.
+  ASSERT_NE(find_amd_arch("gfx950"), nullptr);
+  EXPECT_FALSE(find_amd_arch("gfx950")->llvm19_builds);
+  EXPECT_EQ(find_amd_arch("gfx950")->lds_per_workgroup, 160u * 1024);
+  EXPECT_TRUE(find_amd_arch("gfx942")->llvm19_builds);
 }
 
 TEST(AmdTarget, HiprtcVersionsDecideWhichProcessorsItBuilds) {
