@@ -39,6 +39,8 @@ std::optional<InputKind> kind_of(const CompileArgs& args) {
 
 }  // namespace
 
+std::optional<InputKind> input_kind_of(const CompileArgs& args) { return kind_of(args); }
+
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
   CLI::App* cmd = app.add_subcommand(
       "compile", "compile CUDA C++ (.cu), PTX (.ptx), LLVM IR (.ll, .bc) or Triton IR (.ttir, .ttgir) to a cubin, or "

@@ -2,6 +2,7 @@
 // (or PTX), optionally print the response's metadata as JSON.
 #pragma once
 
+#include <optional>
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);
 // The request `kjit compile` would send for these arguments (input file read,
 // headers under -I resolved); a usage problem comes back as invalid_argument.
 Result<CompileRequest> build_compile_request(const CompileArgs& args);
+
+// --kind, or else the file's extension; nullopt when neither says.
+std::optional<InputKind> input_kind_of(const CompileArgs& args);
 int run_compile(const CompileArgs& args, const Connection& connection);
 // The same, for a process that ends with the command: exits with its code
 // without shutting gRPC down (see compile_command.cpp), after flushing stdio.

@@ -32,7 +32,7 @@ std::optional<Dim3> parse_dims(const std::string& text) {
 }
 
 void add_shape_options(CLI::App* cmd, LaunchArgsCli& args) {
-  cmd->add_option("file", args.compile.file, "kernel source: .cu, .hip, .ptx, .ll, .bc");
+  cmd->add_option("file", args.compile.file, "kernel source: .cu, .hip, .ptx, .ll, .bc, .ttir, .ttgir");
   cmd->add_option("--key", args.key, "a cache key instead of a file");
   cmd->add_option("--target,-t", args.compile.target,
                   "target, e.g. cuda:90 or hip:gfx90a; several, comma-separated, for a fatbin or a code-object bundle");
@@ -51,6 +51,12 @@ void add_shape_options(CLI::App* cmd, LaunchArgsCli& args) {
   cmd->add_option("-D,--define", args.compile.defines, "define a macro");
   cmd->add_option("--name-expr", args.compile.name_expressions, "a template instantiation to compile");
   cmd->add_option("--pipeline", args.compile.pipeline, "a named pipeline");
+  cmd->add_option("--kind", args.compile.kind, "input kind when the extension does not say (as kjit compile)");
+  // A Triton kernel's block, shared memory, clusters, cooperative and PDL
+  // come from its metadata; --grid counts programs, as Triton's grid does.
+  cmd->add_option("--triton-option", args.compile.triton_options,
+                  "Triton input (.ttir, .ttgir): one of Triton's compile options, NAME=VALUE (as kjit compile)");
+  cmd->add_option("--triton", args.compile.triton_build, "Triton input: the Triton build to compile with");
 }
 
 Result<KernelRef> kernel_ref(const LaunchArgsCli& args) {
@@ -73,7 +79,12 @@ Result<KernelRef> kernel_ref(const LaunchArgsCli& args) {
 
 Result<LaunchConfig> launch_config(const LaunchArgsCli& args) {
   LaunchConfig config;
-  auto grid = parse_dims(args.grid), block = parse_dims(args.block);
+  // Without --block: the kernel's own block for Triton input or a cache key
+  // (the daemon takes a Triton kernel's from its metadata), else one thread.
+  const bool kernel_decides = !args.key.empty() || input_kind_of(args.compile) == InputKind::triton;
+  auto grid = parse_dims(args.grid);
+  auto block = args.block.empty() ? std::optional<Dim3>(kernel_decides ? Dim3{0, 0, 0} : Dim3{1, 1, 1})
+                                  : parse_dims(args.block);
   if (!grid || !block) return make_error(ErrorCode::invalid_argument, "--grid and --block take X[,Y,Z]");
   config.grid = *grid;
   config.block = *block;

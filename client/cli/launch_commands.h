@@ -15,7 +15,7 @@ struct LaunchArgsCli {
   std::string key;      // instead of FILE
   std::string device_target;  // several targets: the GPU to plan for
   std::string kernel;
-  std::string grid = "1", block = "1", cluster;
+  std::string grid = "1", block, cluster;  // block "": one thread, or a Triton kernel's own
   uint32_t dynamic_smem = 0;
   bool cooperative = false, pdl = false, json = false;
   int priority = 0;

@@ -13,6 +13,7 @@
 #include "kjit/kernel_args.h"
 #include "launch/hip_launch_plan.h"
 #include "launch/plan_executor.h"
+#include "launch/triton_launch.h"
 #include "server/edge/launch_translation.h"
 #include "metadata/ptx_reader.h"
 #include "pipeline/cache_key.h"
@@ -98,6 +99,22 @@ static Result<v1::CompileRequest> part_for_device(const v1::CompileRequest& requ
            device->sm_name() + " loads";
   return part;
 }
+
+namespace {
+
+// A Triton kernel launches as its metadata says (src/launch/triton_launch.h);
+// other kernels as the caller asks.
+Result<LaunchConfig> launch_config_for(const Artifact& artifact, const Target& target, const v1::LaunchConfig& asked,
+                                       std::optional<TritonLaunch>& triton) {
+  LaunchConfig config = from_proto(asked);
+  if (artifact.triton_metadata.empty()) return config;
+  Result<TritonLaunch> read = read_triton_launch(artifact.triton_metadata);
+  if (!read) return make_error(ErrorCode::internal, "the cache entry's " + read.error().message);
+  triton = *read;
+  return triton_launch_config(*triton, config, target.is_amd() ? target.amd_arch().default_wavefront : 32);
+}
+
+}  // namespace
 
 Result<LaunchService::ResolvedKernel> LaunchService::resolve(const v1::KernelSource& source,
                                                              std::optional<Target> device, const Caller& caller,
@@ -187,8 +204,11 @@ grpc::Status LaunchService::PlanLaunch(grpc::ServerContext* context, const v1::P
     if (!kernel) return to_grpc_status(kernel.error(), *context);
     Result<Target> target = parse_target(kernel->artifact->target);
     if (!target) return to_grpc_status(target.error(), *context);
+    std::optional<TritonLaunch> triton;
+    Result<LaunchConfig> config = launch_config_for(*kernel->artifact, *target, request->config(), triton);
+    if (!config) return to_grpc_status(config.error(), *context);
     if (target->is_amd()) {
-      Result<LaunchPlan> plan = plan_hip_launch(kernel->info, target->amd_arch(), from_proto(request->config()));
+      Result<LaunchPlan> plan = plan_hip_launch(kernel->info, target->amd_arch(), *config);
       if (!plan) return to_grpc_status(plan.error(), *context);
       if (!kernel->chosen_part.empty()) plan->notes.insert(plan->notes.begin(), kernel->chosen_part);
       to_proto(*plan, false, *response->mutable_plan());
@@ -205,7 +225,7 @@ grpc::Status LaunchService::PlanLaunch(grpc::ServerContext* context, const v1::P
       std::lock_guard lock(device_mutex_);
       limits = limits_for(*target, from_device);
     }
-    Result<LaunchPlan> plan = plan_launch(kernel->info, limits, from_proto(request->config()), kernel->source);
+    Result<LaunchPlan> plan = plan_launch(kernel->info, limits, *config, kernel->source);
     if (!plan) return to_grpc_status(plan.error(), *context);
     if (!kernel->chosen_part.empty()) plan->notes.insert(plan->notes.begin(), kernel->chosen_part);
     to_proto(*plan, from_device, *response->mutable_plan());
@@ -242,6 +262,9 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
                                            " code object needs an AMD GPU; this daemon launches through the CUDA "
                                            "driver (kjit plan gives the HIP launch plan)"),
                             *context);
+    std::optional<TritonLaunch> triton;
+    Result<LaunchConfig> config = launch_config_for(*kernel->artifact, *target, request->config(), triton);
+    if (!config) return to_grpc_status(config.error(), *context);
     if (kernel->device) target = *kernel->device;
 
     std::lock_guard lock(device_mutex_);
@@ -286,6 +309,29 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
           return fail(make_error(ErrorCode::invalid_argument, "argument " + std::to_string(i) + " has no value"));
       }
     }
+    // Triton passes its scratch buffers after the kernel's own arguments
+    // (global, then profile): null where the kernel needs none.
+    if (triton && kernel->info.param_bytes > args.size()) {
+      const size_t missing = kernel->info.param_bytes - ((args.size() + 7) / 8) * 8;
+      const Dim3 programs = from_proto(request->config()).grid;
+      const uint64_t sizes[] = {triton->global_scratch_size, triton->profile_scratch_size};
+      for (size_t i = 0; missing % 8 == 0 && missing / 8 <= 2 && i < missing / 8; ++i) {
+        const uint64_t bytes = triton_scratch_bytes(sizes[i], programs, triton->num_ctas);
+        if (bytes == 0) {
+          args.add(KernelArg::pointer(0));
+          continue;
+        }
+        if (bytes > compiler_->config().max_launch_bytes)
+          return fail(make_error(ErrorCode::resource_exhausted, "the Triton kernel's scratch needs " + std::to_string(bytes) +
+                                                                    " bytes; the daemon's limit is " +
+                                                                    std::to_string(compiler_->config().max_launch_bytes)));
+        // cuMemAlloc aligns to 256 bytes at least, more than Triton asks.
+        Result<DevicePtr> pointer = driver.mem_alloc(bytes);
+        if (!pointer) return fail(pointer.error());
+        scope.buffers_.push_back(*pointer);
+        args.add(KernelArg::pointer(*pointer));
+      }
+    }
     if (Status s = args.check_fits(kernel->info); !s) return fail(s.error());
 
     Result<StreamHandle> stream = driver.stream_create(request->config().stream_priority());
@@ -299,7 +345,7 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
     scope.events_.push_back(*stop);
 
     if (Status s = driver.event_record(*start, *stream); !s) return fail(s.error());
-    Result<LaunchPlan> plan = plan_and_launch(driver, *function, kernel->info, limits, from_proto(request->config()),
+    Result<LaunchPlan> plan = plan_and_launch(driver, *function, kernel->info, limits, *config,
                                               LaunchArgs{args.params(), args.bytes()}, *stream, kernel->source);
     if (!plan) return fail(plan.error());
     if (Status s = driver.event_record(*stop, *stream); !s) return fail(s.error());

@@ -171,6 +171,30 @@ if [[ -n $tlx ]]; then
     fail "a TLX module without --triton: $(head -c 500 "$work/tlx.json")"
   fi
 fi
+# The launch plan of a Triton kernel comes from its metadata: the block from
+# num_warps, the dynamic shared memory from "shared"; over 228 KiB on sm_107
+# is the oversized mode with SPREAD scheduling, as Triton's own launcher sets.
+plan_json() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["block"][0], d["dynamic_shared_bytes"], d["oversized_shared_memory"], " ".join(a["name"] for a in d["launch_attributes"]))'; }
+kjit compile "$first" -t cuda:90 --triton-option num_warps=8 -o "$work/p.cubin" --json >"$work/p.json"
+expected="$(( $(json "$work/p.json" 'd["triton_metadata"]["num_warps"]') * 32 )) $(json "$work/p.json" 'd["triton_metadata"]["shared"]') False"
+got=$(kjit plan "$first" -t cuda:90 -k "$(json "$work/p.json" 'd["triton_metadata"]["name"]')" --grid 4 --triton-option num_warps=8 --json | plan_json)
+if [[ $got == "$expected"* ]]; then ok "kjit plan of a Triton kernel: block and shared memory from its metadata ($got)"; else fail "plan: got '$got', metadata says '$expected'"; fi
+tma=$here/data/persistent_matmul_tma.ttir
+got=$(kjit plan "$tma" -t cuda:107 -k persistent_matmul_tma --grid 4 --triton-option num_stages=7 --json | plan_json || true)
+if [[ $got == *" True "*CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE*CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE* ]] &&
+    (( $(echo "$got" | cut -d' ' -f2) > 233472 )); then
+  ok "a Triton matmul with num_stages=7 on sm_107 ($(echo "$got" | cut -d' ' -f2) bytes): oversized shared memory, SPREAD"
+else
+  fail "sm_107 oversized plan: '$got'"
+fi
+if msg=$(kjit plan "$tma" -t cuda:100 -k persistent_matmul_tma --grid 4 --triton-option num_stages=7 2>&1); then
+  fail "the same kernel on sm_100 planned: $msg"
+elif [[ $msg == *"out of resource: shared memory"* ]]; then
+  ok "the same kernel on sm_100 is out of resource, with the numbers"
+else
+  fail "sm_100: $msg"
+fi
+
 # The daemon and its workers survived all of it.
 if kjit compile "$first" -t cuda:90 -o "$work/after.cubin" >/dev/null 2>&1; then ok "kjitd still compiles"; else fail "kjitd no longer compiles"; fi
 
