@@ -311,12 +311,9 @@ grpc::Status LaunchService::Launch(grpc::ServerContext* context, const v1::Launc
     }
     // Triton passes its scratch buffers after the kernel's own arguments
     // (global, then profile): null where the kernel needs none.
-    if (triton && kernel->info.param_bytes > args.size()) {
-      const size_t missing = kernel->info.param_bytes - ((args.size() + 7) / 8) * 8;
-      const Dim3 programs = from_proto(request->config()).grid;
-      const uint64_t sizes[] = {triton->global_scratch_size, triton->profile_scratch_size};
-      for (size_t i = 0; missing % 8 == 0 && missing / 8 <= 2 && i < missing / 8; ++i) {
-        const uint64_t bytes = triton_scratch_bytes(sizes[i], programs, triton->num_ctas);
+    if (triton) {
+      for (uint64_t bytes : triton_scratch_arguments(*triton, kernel->info.param_bytes, args.size(),
+                                                     from_proto(request->config()).grid)) {
         if (bytes == 0) {
           args.add(KernelArg::pointer(0));
           continue;

@@ -99,4 +99,15 @@ uint64_t triton_scratch_bytes(uint64_t per_program, const Dim3& grid, uint32_t n
   return per_program * or_one(grid.x) * or_one(grid.y) * or_one(grid.z) * std::max<uint32_t>(num_ctas, 1);
 }
 
+std::vector<uint64_t> triton_scratch_arguments(const TritonLaunch& triton, uint32_t param_bytes, size_t given_bytes,
+                                               const Dim3& programs) {
+  const size_t aligned = (given_bytes + 7) / 8 * 8;
+  if (param_bytes <= given_bytes || param_bytes < aligned) return {};
+  const size_t gap = param_bytes - aligned;
+  if (gap % 8 != 0 || gap / 8 == 0 || gap / 8 > 2) return {};
+  std::vector<uint64_t> sizes{triton_scratch_bytes(triton.global_scratch_size, programs, triton.num_ctas)};
+  if (gap / 8 == 2) sizes.push_back(triton_scratch_bytes(triton.profile_scratch_size, programs, triton.num_ctas));
+  return sizes;
+}
+
 }  // namespace kjit

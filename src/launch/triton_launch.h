@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "kjit/launch_config.h"
 #include "kjit/status.h"
@@ -42,5 +43,14 @@ Result<LaunchConfig> triton_launch_config(const TritonLaunch& triton, LaunchConf
 // Bytes of one scratch buffer for a grid (per-program size × programs ×
 // num_ctas, as Triton allocates it); 0 when the kernel needs none.
 uint64_t triton_scratch_bytes(uint64_t per_program, const Dim3& grid, uint32_t num_ctas);
+
+// The scratch arguments Triton passes after the kernel's own (global, then
+// profile), for a kernel whose parameter block is `param_bytes` when the
+// caller's arguments take `given_bytes`: each one's size in bytes for this
+// grid of programs, 0 for a null pointer. Empty when the caller's arguments
+// fill the block, or the gap is not one or two pointers (the argument check
+// then says what is wrong).
+std::vector<uint64_t> triton_scratch_arguments(const TritonLaunch& triton, uint32_t param_bytes, size_t given_bytes,
+                                               const Dim3& programs);
 
 }  // namespace kjit

@@ -133,6 +133,21 @@ TEST(TritonLaunch, ScratchIsPerProgramTimesCtas) {
   EXPECT_EQ(triton_scratch_bytes(0, {3, 2, 1}, 2), 0u);
 }
 
+TEST(TritonLaunch, ScratchArgumentsFillTheParameterBlockAfterTheCallers) {
+  Result<TritonLaunch> triton = read_triton_launch(metadata(4, 1, 0, false, false, 64));
+  ASSERT_TRUE(triton);
+  // softmax(out, in, stride, n): 8 + 8 + 4 + 4 bytes, then two pointers = 40.
+  EXPECT_EQ(triton_scratch_arguments(*triton, 40, 24, {10, 1, 1}), (std::vector<uint64_t>{640, 0}));
+  // One i32 last: the pointers start at the next 8 bytes.
+  EXPECT_EQ(triton_scratch_arguments(*triton, 32, 12, {1, 1, 1}), (std::vector<uint64_t>{64, 0}));
+  // An older build's single global scratch pointer.
+  EXPECT_EQ(triton_scratch_arguments(*triton, 32, 24, {2, 1, 1}), (std::vector<uint64_t>{128}));
+  // The caller gave them, or the gap is no pointer pair: nothing appended.
+  EXPECT_TRUE(triton_scratch_arguments(*triton, 40, 40, {1, 1, 1}).empty());
+  EXPECT_TRUE(triton_scratch_arguments(*triton, 64, 24, {1, 1, 1}).empty());
+  EXPECT_TRUE(triton_scratch_arguments(*triton, 0, 24, {1, 1, 1}).empty());
+}
+
 TEST(TritonLaunch, MalformedMetadataIsRefusedNamingTheField) {
   EXPECT_TRUE(fails_with(read_triton_launch("not json"), ErrorCode::invalid_argument, "not a JSON object"));
   EXPECT_TRUE(fails_with(read_triton_launch(R"({"shared": 0})"), ErrorCode::invalid_argument, "num_warps"));
