@@ -40,6 +40,7 @@ Result<PassOutput> run_triton(PassContext& ctx, std::string_view module_text) {
   }
   // Which MLIR passes ran, edits applied: what `kjit pipeline show` promised.
   for (const TritonStage& stage : out->passes) {
+    if (stage.passes.empty()) continue;  // ptx, cubin: LLVM and ptxas, no MLIR pass
     log += stage.name + " passes:";
     for (const std::string& pass : stage.passes) log += " " + pass;
     log += '\n';

@@ -171,6 +171,17 @@ if [[ -n $tlx ]]; then
     fail "a TLX module without --triton: $(head -c 500 "$work/tlx.json")"
   fi
 fi
+# Recipes: everything compiled so far, rebuilt for a target none of it was
+# compiled for; the same request for that target is then a hit.
+kjit warm --target cuda:120 --json >"$work/warm.json"
+kjit compile "$first" -t cuda:120 -o "$work/warm.cubin" --json >"$work/warm-hit.json"
+if [[ $(json "$work/warm.json" 'd["compiled"] > 0 and d["failed"] == 0') == True &&
+    $(json "$work/warm-hit.json" 'd["cache"]') =~ ^(memory|disk)$ ]]; then
+  ok "kjit warm --target cuda:120 built $(json "$work/warm.json" 'd["compiled"]') Triton recipes; the same request is then a hit"
+else
+  fail "warm: $(cat "$work/warm.json"); then $(json "$work/warm-hit.json" 'd["cache"]')"
+fi
+
 # The launch plan of a Triton kernel comes from its metadata: the block from
 # num_warps, the dynamic shared memory from "shared"; over 228 KiB on sm_107
 # is the oversized mode with SPREAD scheduling, as Triton's own launcher sets.
