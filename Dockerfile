@@ -1,6 +1,7 @@
 # kjit's image: kjitd and the kjit CLI on Debian 12, with NVIDIA's NVRTC,
 # nvJitLink and nvFatbin (and the headers kernels include) from NVIDIA's
-# Python wheels, so it compiles CUDA with no toolkit mounted. It runs as the
+# Python wheels, so it compiles CUDA with no toolkit mounted, and the default
+# Triton build (Debian's Python 3.11 and triton from PyPI) for Triton IR. It runs as the
 # unprivileged user kjit (uid 10001) and serves on /run/kjit/kjitd.sock:
 #
 #   podman build --format docker --target runtime -t kjit .            # compiles kjitd and kjit here
@@ -21,6 +22,7 @@ ARG CUDA_WHEELS="nvidia-cuda-nvrtc==13.5.* nvidia-nvjitlink==13.5.* nvidia-nvfat
 # Only for the build stage: CMake finds the CUDA headers through nvcc.
 ARG CUDA_NVCC_WHEEL="nvidia-cuda-nvcc==13.5.*"
 ARG KJIT_UID=10001
+ARG TRITON_BUILD="triton==3.9.0"
 
 # --- NVIDIA's wheels, installed with pip into a plain prefix (no Python at run time)
 FROM debian:12 AS cuda-wheels
@@ -35,6 +37,19 @@ RUN set -f \
  && set +f \
  && ls /opt/kjit/cuda-wheels/nvidia/cu13/lib/libnvrtc.so.* /opt/kjit/cuda-wheels/nvidia/cu13/lib/libnvJitLink.so.* \
       /opt/kjit/cuda-wheels/nvidia/cu13/lib/libnvfatbin.so.*
+
+# --- the default Triton build (upstream Triton), in a virtual environment
+# of Debian's Python: kjitd runs Triton IR through it (its own LLVM and
+# ptxas). Override with --build-arg TRITON_BUILD="triton==X.Y.Z".
+FROM debian:12 AS triton-build
+ARG TRITON_BUILD
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3-venv ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+RUN python3 -m venv /opt/kjit/triton-builds/triton \
+ && PIP_ROOT_USER_ACTION=ignore /opt/kjit/triton-builds/triton/bin/pip install --no-cache-dir \
+      --disable-pip-version-check "$TRITON_BUILD" \
+ && /opt/kjit/triton-builds/triton/bin/python -I -c "import triton; print('triton', triton.__version__)"
 
 # --- what every runtime image has: the shared libraries kjitd and kjit link
 # (`ldd build/bin/kjitd`), the wheels, the user, the configuration
@@ -51,6 +66,7 @@ RUN printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*
       libspdlog1.10 libfmt9 libtomlplusplus3 \
       libllvm19 libhiredis0.14 libxxhash0 libssl3 libseccomp2 libsystemd0 \
       libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
+      python3 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 RUN groupadd --system --gid "$KJIT_UID" kjit \
@@ -58,6 +74,7 @@ RUN groupadd --system --gid "$KJIT_UID" kjit \
       --shell /usr/sbin/nologin kjit \
  && install -d -o kjit -g kjit -m 0750 /run/kjit /var/cache/kjit
 COPY --from=cuda-wheels /opt/kjit/cuda-wheels /opt/kjit/cuda-wheels
+COPY --from=triton-build /opt/kjit/triton-builds /opt/kjit/triton-builds
 COPY deploy/container/kjitd.toml /etc/kjit/kjitd.toml
 ENV KJIT_SOCKET=/run/kjit/kjitd.sock
 VOLUME /run/kjit

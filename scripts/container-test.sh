@@ -4,7 +4,8 @@
 # runtime-prebuilt target; KJIT_CTEST_FROM_SOURCE=1 builds the `runtime`
 # target, which compiles them in the image), runs kjitd in it with the socket
 # directory bind-mounted, and from the host's CLI compiles a kernel for
-# cuda:90 and cuda:107 (NVIDIA's 13.5 wheels in the image), asks for health
+# cuda:90 and cuda:107 (NVIDIA's 13.5 wheels in the image) and a TTIR with
+# the image's Triton build, asks for health
 # and the cache's statistics (with a Redis tier, a redis-server on the
 # host's loopback, when redis-server is installed), then stops the container
 # and checks kjitd exited 0. Then runs deploy/kjitd.service under systemd in
@@ -255,6 +256,20 @@ if ! compile cuda:107 compiled; then
   "$kjit" toolkits 2>&1 | sed -n '1,/^$/p' | sed 's/^/    /' >&2 || true
 fi
 compile cuda:90 memory || true
+
+# Triton IR through the image's own Triton build.
+if "$kjit" toolkits --json >"$work/toolkits.json" 2>"$work/toolkits.err" &&
+    python3 -c 'import json,sys; sys.exit(not any(b["name"].startswith("triton-") for b in json.load(open(sys.argv[1])).get("triton", [])))' "$work/toolkits.json"; then
+  if "$kjit" compile tests/triton/data/softmax.ttir --target cuda:90 -o "$work/softmax.cubin" >/dev/null 2>"$work/triton.err" &&
+      [[ $(head -c 4 "$work/softmax.cubin" | od -An -c | tr -d ' ') == '177ELF' ]]; then
+    say "compiled softmax.ttir for cuda:90 with the image's Triton build: $(stat -c %s "$work/softmax.cubin") bytes"
+  else
+    fail "kjit compile softmax.ttir in the container failed:"
+    sed 's/^/    /' "$work/triton.err" >&2
+  fi
+else
+  fail "kjit toolkits lists no Triton build in the image: $(head -c 400 "$work/toolkits.json") $(cat "$work/toolkits.err")"
+fi
 
 health=$("$kjit" health 2>&1) || true
 [[ $health == SERVING ]] || fail "kjit health said '$health'"
