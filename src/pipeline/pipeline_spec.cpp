@@ -82,6 +82,17 @@ bool has_pass(const PipelineSpec& pipeline, std::string_view pass) {
   return false;
 }
 
+void edit_passes_at(std::vector<std::string>& passes, std::vector<std::string>::iterator anchor,
+                    const PipelineEdit& edit) {
+  switch (edit.op) {
+    case EditOp::insert_before: passes.insert(anchor, edit.pass); break;
+    case EditOp::insert_after: passes.insert(anchor + 1, edit.pass); break;
+    case EditOp::disable: passes.erase(anchor); break;
+    case EditOp::replace: *anchor = edit.pass; break;
+    default: break;
+  }
+}
+
 Status apply_edit(PipelineSpec& pipeline, const PipelineEdit& edit) {
   switch (edit.op) {
     case EditOp::override_pipeline: {
@@ -107,13 +118,7 @@ Status apply_edit(PipelineSpec& pipeline, const PipelineEdit& edit) {
   for (StageSpec& stage : pipeline.stages) {
     auto it = std::find(stage.passes.begin(), stage.passes.end(), edit.anchor);
     if (it == stage.passes.end()) continue;
-    switch (edit.op) {
-      case EditOp::insert_before: stage.passes.insert(it, edit.pass); break;
-      case EditOp::insert_after: stage.passes.insert(it + 1, edit.pass); break;
-      case EditOp::disable: stage.passes.erase(it); break;
-      case EditOp::replace: *it = edit.pass; break;
-      default: break;
-    }
+    edit_passes_at(stage.passes, it, edit);
     return Ok{};
   }
   return missing_anchor(pipeline, edit);

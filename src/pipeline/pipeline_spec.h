@@ -66,6 +66,11 @@ struct PipelineConfig {
 // failed_precondition naming the edit's origin.
 Status apply_edit(PipelineSpec& pipeline, const PipelineEdit& edit);
 
+// Applies an insert, disable or replace edit at `anchor`, a position in
+// `passes` holding the edit's anchor pass.
+void edit_passes_at(std::vector<std::string>& passes, std::vector<std::string>::iterator anchor,
+                    const PipelineEdit& edit);
+
 // Whose GPUs a pipeline builds for, from what its last stage gives: cubin or
 // PTX for NVIDIA, a code object for AMD; nullopt for a pipeline that ends
 // elsewhere (or has no stages).

@@ -90,13 +90,7 @@ Result<PipelineSpec> triton_pipeline_spec(const std::string& name, const TritonP
       if (!runs(stage) || (!in_stage.empty() && stage.name != in_stage)) continue;
       auto it = std::find(stage.passes.begin(), stage.passes.end(), anchor);
       if (it == stage.passes.end()) continue;
-      switch (edit.op) {
-        case EditOp::insert_before: stage.passes.insert(it, edit.pass); break;
-        case EditOp::insert_after: stage.passes.insert(it + 1, edit.pass); break;
-        case EditOp::disable: stage.passes.erase(it); break;
-        case EditOp::replace: *it = edit.pass; break;
-        default: break;
-      }
+      edit_passes_at(stage.passes, it, edit);
       applied = true;
       break;
     }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "backends/toolkit_discovery.h"
+#include "backends/triton/json_strings.h"
 
 namespace kjit {
 namespace {
@@ -16,14 +17,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 Error invalid(std::string message) { return make_error(ErrorCode::invalid_argument, std::move(message)); }
-
-std::vector<std::string> strings_of(const json& value) {
-  std::vector<std::string> out;
-  if (value.is_array())
-    for (const json& item : value)
-      if (item.is_string()) out.push_back(item.get<std::string>());
-  return out;
-}
 
 // "3.10.0" after "3.9.0": numeric parts compared as numbers.
 std::vector<int> version_parts(std::string_view version) {
@@ -86,10 +79,10 @@ Result<TritonBuild> parse_triton_build(std::string_view description, const std::
   if (build.distribution.empty() || build.version.empty())
     return invalid("the Triton build at " + python + " did not say its distribution and version");
   build.name = d.value("name", build.distribution + "-" + build.version);
-  build.backends = strings_of(d.value("backends", json::array()));
+  build.backends = json_strings(d.value("backends", json::array()));
   for (const json& sm : d.value("cuda_archs", json::array()))
     if (sm.is_number_unsigned()) build.cuda_archs.push_back(sm.get<uint32_t>());
-  build.hip_archs = strings_of(d.value("hip_archs", json::array()));
+  build.hip_archs = json_strings(d.value("hip_archs", json::array()));
   // Named, not iterated as temporaries: items() keeps a reference to its object.
   const json options = d.value("options", json::object());
   for (const auto& [backend, fields] : options.items())
@@ -104,9 +97,9 @@ Result<TritonBuild> parse_triton_build(std::string_view description, const std::
     if (p.is_object())
       build.ptxas.push_back({p.value("path", std::string()), p.value("sha256", std::string()),
                              p.value("version", std::string())});
-  build.executables = strings_of(d.value("executables", json::array()));
-  build.read_paths = strings_of(d.value("read_paths", json::array()));
-  build.plugins = strings_of(d.value("plugins", json::array()));
+  build.executables = json_strings(d.value("executables", json::array()));
+  build.read_paths = json_strings(d.value("read_paths", json::array()));
+  build.plugins = json_strings(d.value("plugins", json::array()));
   build.tlx = d.value("tlx", false);
   if (build.libtriton_sha256.empty()) return invalid("the Triton build at " + python + " did not say its libtriton digest");
   return build;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "backends/triton/json_strings.h"
 #include "backends/triton/triton_interpreter.h"
 
 namespace kjit {
@@ -85,19 +86,11 @@ json target_json(const Target& target) {
   return {{"backend", "cuda"}, {"arch", target.sm}, {"warp_size", 32}};
 }
 
-std::vector<std::string> strings_of(const json& value) {
-  std::vector<std::string> out;
-  if (value.is_array())
-    for (const json& item : value)
-      if (item.is_string()) out.push_back(item.get<std::string>());
-  return out;
-}
-
 std::vector<TritonStage> stages_of(const json& list, const char* name_key) {
   std::vector<TritonStage> out;
   if (list.is_array())
     for (const json& stage : list)
-      if (stage.is_object()) out.push_back({stage.value(name_key, std::string()), strings_of(stage.value("passes", json()))});
+      if (stage.is_object()) out.push_back({stage.value(name_key, std::string()), json_strings(stage.value("passes", json()))});
   return out;
 }
 
@@ -189,7 +182,7 @@ Result<TritonPipeline> describe_triton_pipeline(const TritonBuild& build, const 
   out.stages = stages_of(answer->value("stages", json::array()), "name");
   const json skipped = answer->value("skipped", json::object());
   if (skipped.is_object())
-    for (const auto& [ir, stages] : skipped.items()) out.skipped[ir] = strings_of(stages);
+    for (const auto& [ir, stages] : skipped.items()) out.skipped[ir] = json_strings(stages);
   return out;
 }
 
