@@ -51,13 +51,16 @@ failures=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
-# stage_passes TOML STAGE: the passes of that stage, one per line.
+# stage_passes TOML STAGE [N]: the (first N) passes of that stage, one per
+# line. Readers take the whole output (grep without -q, no head): under
+# pipefail a reader that stops early would fail the pipeline.
 stage_passes() {
   python3 -c 'import sys, tomllib
 d = tomllib.load(open(sys.argv[1], "rb"))
+n = int(sys.argv[3]) if len(sys.argv) > 3 else None
 for p in d["pipelines"].values():
     for s in p["stages"]:
-        if s["name"] == sys.argv[2]: print("\n".join(s["passes"]))' "$1" "$2"
+        if s["name"] == sys.argv[2]: print("\n".join(s["passes"][:n]))' "$@"
 }
 kernel=$here/data/softmax.ttir
 
@@ -67,7 +70,7 @@ start_daemon "$work/plain.toml"
 kjit pipeline show --input triton --target cuda:107 >"$work/show-plain.toml"
 stages=$(python3 -c 'import sys, tomllib; d = tomllib.load(open(sys.argv[1], "rb")); print(" ".join(s["name"] for p in d["pipelines"].values() for s in p["stages"]))' "$work/show-plain.toml")
 if [[ $stages == "ttir ttgir llir ptx cubin" ]] && grep -q '^\[pipelines.triton-nvidia\]' "$work/show-plain.toml" &&
-    stage_passes "$work/show-plain.toml" ttgir | grep -qx convert-triton-to-tritongpu; then
+    stage_passes "$work/show-plain.toml" ttgir | grep -x convert-triton-to-tritongpu >/dev/null; then
   ok "pipeline show --input triton --target cuda:107: triton-nvidia, stages $stages, MLIR passes by name"
 else
   fail "pipeline show: $(head -c 1500 "$work/show-plain.toml")"
@@ -93,10 +96,10 @@ pass = "tritongpu-plugin"
 TOML
 start_daemon "$work/plugin.toml"
 kjit pipeline show --input triton --target cuda:90 >"$work/show-plugin.toml"
-if [[ $(stage_passes "$work/show-plugin.toml" ttgir | head -2 | tr '\n' ' ') == "tritongpu-plugin convert-triton-to-tritongpu " ]]; then
+if [[ $(stage_passes "$work/show-plugin.toml" ttgir 2 | tr '\n' ' ') == "tritongpu-plugin convert-triton-to-tritongpu " ]]; then
   ok "pipeline show puts the plugin's pass first in ttgir"
 else
-  fail "ttgir with the plugin: $(stage_passes "$work/show-plugin.toml" ttgir | head -3 | tr '\n' ' ')"
+  fail "ttgir with the plugin: $(stage_passes "$work/show-plugin.toml" ttgir 3 | tr '\n' ' ')"
 fi
 kjit compile "$kernel" -t cuda:90 -o "$work/plugin.cubin" --json >"$work/plugin.json"
 name=$(json "$work/plugin.json" 'd["triton_metadata"]["name"]')
@@ -152,7 +155,7 @@ TOML
 start_daemon "$work/disable.toml"
 kjit pipeline show --input triton --target cuda:90 >"$work/show-disable.toml"
 if kjit compile "$kernel" -t cuda:90 -o "$work/disable.cubin" --json >"$work/disable.json" &&
-    ! stage_passes "$work/show-disable.toml" ttgir | grep -qx tritongpu-coalesce &&
+    ! stage_passes "$work/show-disable.toml" ttgir | grep -x tritongpu-coalesce >/dev/null &&
     [[ $(json "$work/disable.json" 'd["key"]') != $(json "$work/plain.json" 'd["key"]') ]]; then
   ok "disabling tritongpu-coalesce compiles under another key, and pipeline show has it gone"
 else

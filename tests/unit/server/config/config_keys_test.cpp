@@ -193,7 +193,7 @@ TEST(ConfigKeys, TheReadmeDocumentsEveryKeyAndNoOther) {
   const std::set<std::string> structured = {"plugins", "llvm_pass_plugins", "toolkit_paths",
                                             "[[toolkits]] from, to, cuda_home", "[pipelines.NAME]", "[[edits]]",
                                             "[[blob_sharing]] group, uids, namespace", "fleet.targets",
-                                            "triton.builds"};
+                                            "triton.builds", "triton.plugins"};
   const DaemonConfig defaults;
   for (const ConfigKey& key : config_keys()) {
     auto row = documented.find(std::string(key.path));
