@@ -28,7 +28,7 @@ for _ in $(seq 600); do "$build/bin/kjit" -s "$work/s.sock" health >/dev/null 2>
 kjit() { "$build/bin/kjit" -s "$work/s.sock" "$@"; }
 # Warm the daemon: its builds described, a Triton worker and its interpreter
 # started (a compile no measured request repeats).
-kjit compile "${files[0]}" -t "$target" --triton-option num_warps=2 -o "$work/warm.bin" >/dev/null
+kjit compile "${files[0]}" -t "$target" --triton-option num_warps=2 -o "$work/warm.bin" >/dev/null 2>&1
 
 # The warm in-process figures, one process for all.
 "$python" - "$target" "${files[@]}" >"$work/warm.txt" 2>/dev/null <<'PY'
