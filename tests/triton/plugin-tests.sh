@@ -130,6 +130,14 @@ else
   fail "without the plugin: key $(json "$work/again.json" 'd["key"]')"
 fi
 
+# kjit cache explain puts the two keys side by side: the plugin and the edit differ.
+if kjit cache explain --json "$(json "$work/plain.json" 'd["key"]')" "$(json "$work/plugin.json" 'd["key"]')" >"$work/explain.txt" 2>&1 &&
+    grep -q "libTritonPluginsTestLib.so" "$work/explain.txt" && grep -q "tritongpu-plugin" "$work/explain.txt"; then
+  ok "kjit cache explain names the plugin library and the edit as what differs"
+else
+  fail "kjit cache explain: $(cat "$work/explain.txt")"
+fi
+
 # 4. An edit in the stage Triton skips for a .ttir source: refused.
 cat >"$work/skipped.toml" <<TOML
 [[edits]]
