@@ -27,8 +27,9 @@ fi
 
 work=$(mktemp -d /tmp/kjit-triton-test.XXXXXX)
 daemon=
+other=
 cleanup() {
-  if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
+  for pid in $daemon $other; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -205,6 +206,34 @@ elif [[ $msg == *"out of resource: shared memory"* ]]; then
 else
   fail "sm_100: $msg"
 fi
+
+# A bundle carries Triton kernels to another node: exported here, imported
+# into a second kjitd with an empty cache, the same request is a hit there.
+kjit cache export -o "$work/triton.bundle" --json >"$work/export.json"
+"$build/bin/kjitd" --socket "$work/other.sock" --cache-dir "$work/other-cache" --compile-workers 1 --log-level warn \
+  >"$work/other.log" 2>&1 &
+other=$!
+for _ in $(seq 600); do "$build/bin/kjit" -s "$work/other.sock" health >/dev/null 2>&1 && break; sleep 0.1; done
+if "$build/bin/kjit" -s "$work/other.sock" cache import "$work/triton.bundle" >/dev/null &&
+    "$build/bin/kjit" -s "$work/other.sock" compile "$first" -t cuda:90 -o "$work/imported.cubin" --json >"$work/imported.json" &&
+    [[ $(json "$work/imported.json" 'd["cache"]') =~ ^(memory|disk)$ ]] && cmp -s "$work/hit.cubin" "$work/imported.cubin"; then
+  ok "a bundle carries Triton kernels: imported into another kjitd, the request is a hit with the same cubin"
+else
+  fail "bundle: $(head -c 300 "$work/imported.json")"
+fi
+kill "$other"; wait "$other" 2>/dev/null || true
+other=
+# Sealed with refuse: a Triton hit is served, a Triton miss is refused naming the seal.
+kjit warm --seal --after-warmup refuse >/dev/null
+if kjit compile "$first" -t cuda:90 -o "$work/sealed-hit.cubin" >/dev/null 2>&1 &&
+    msg=$(kjit compile "$first" -t cuda:90 --triton-option num_warps=2 -o "$work/sealed-miss.cubin" 2>&1); then
+  fail "a Triton miss after the seal compiled"
+elif [[ ${msg:-} == *"failed precondition"*seal* ]]; then
+  ok "after the seal a Triton hit is served and a miss refused: $(echo "$msg" | head -1 | cut -c1-120)"
+else
+  fail "sealed: ${msg:-the hit was not served}"
+fi
+kjit warm --unseal >/dev/null
 
 # The daemon and its workers survived all of it.
 if kjit compile "$first" -t cuda:90 -o "$work/after.cubin" >/dev/null 2>&1; then ok "kjitd still compiles"; else fail "kjitd no longer compiles"; fi
