@@ -162,6 +162,17 @@ void compile_requests() {
   kjit::v1::CompileRequest refused = cuda;
   refused.add_options("-I/etc");
   write("compile_request", "refused_option", refused.SerializeAsString());
+
+  kjit::v1::CompileRequest triton;
+  triton.mutable_input()->set_kind(kjit::v1::INPUT_KIND_TRITON);
+  triton.mutable_input()->set_data(
+      "module {\n  tt.func public @add(%arg0: !tt.ptr<f32>) attributes {noinline = false} {\n"
+      "    tt.return\n  }\n}\n");
+  triton.mutable_input()->set_name("add.ttir");
+  triton.set_target("cuda:90");
+  (*triton.mutable_triton_options())["num_warps"] = "8";
+  (*triton.mutable_triton_options())["enable_fp_fusion"] = "false";
+  write("compile_request", "triton_ttir", triton.SerializeAsString());
 }
 
 }  // namespace
