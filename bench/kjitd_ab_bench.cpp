@@ -17,6 +17,7 @@
 #include "sample_stats.h"
 #include "timed_compile.h"
 #include "kjit/client.h"
+#include "support/child_process.h"
 #include "support/daemon_process.h"
 
 namespace kjit::bench {
@@ -31,6 +32,9 @@ struct Side {
 Result<Side> start(const std::string& label, const std::string& kjitd, std::vector<std::string> flags) {
   test::DaemonOptions options{std::move(flags)};
   options.kjitd = kjitd;
+  // An earlier kjitd may not know --no-triton-prestart; one that does runs
+  // without the prestart, as the earlier one did.
+  options.triton_prestart = test::run_command({kjitd, "--help"}).out.find("--no-triton-prestart") == std::string::npos;
   options.deadline = std::chrono::seconds(60);
   Result<std::unique_ptr<test::DaemonProcess>> daemon = test::DaemonProcess::start(std::move(options));
   if (!daemon) return daemon.error();

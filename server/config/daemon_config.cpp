@@ -88,8 +88,12 @@ Status read_fleet(const toml::node& node, const std::string& path, std::vector<T
   return Ok{};
 }
 
+std::optional<Status> read_scalar(const std::string& path, const std::string& file, const toml::node& node,
+                                  DaemonConfig& config);
+
 // [triton]: builds (Python environments or interpreters holding `triton`,
-// looked at before the project's .deps/triton-builds) and plugins.
+// looked at before the project's .deps/triton-builds), plugins, and its
+// scalars from config_keys() (triton.prestart).
 Status read_triton(const toml::node& node, const std::string& path, DaemonConfig& config) {
   const toml::table* table = node.as_table();
   if (!table) return config_error(path, "triton must be a table ([triton])");
@@ -107,6 +111,8 @@ Status read_triton(const toml::node& node, const std::string& path, DaemonConfig
       for (const std::string& entry : config.triton_plugins)
         if (entry.empty() || entry.front() != '/')
           return config_error(path, "triton.plugins: '" + entry + "' is not an absolute path");
+    } else if (std::optional<Status> scalar = read_scalar("triton." + k, path, value, config)) {
+      if (!*scalar) return *scalar;
     } else {
       return config_error(path, "unknown key triton." + k);
     }

@@ -176,6 +176,10 @@ struct DaemonConfig {
   // [triton] plugins: Triton pass plugin libraries every build loads
   // (absolute paths); their digests are in the key of every Triton compile.
   std::vector<std::string> triton_plugins;
+  // [triton] prestart: find the Triton builds and start one Triton worker
+  // (the default build imported) while the daemon starts, so that the first
+  // Triton request finds it warm; false: both at the first Triton request.
+  bool triton_prestart = true;
 };
 
 

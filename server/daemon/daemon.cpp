@@ -170,10 +170,12 @@ Status Daemon::start() {
     spdlog::warn("{}", confinement_);
   }
   // Triton builds take a second or more of CPU each to answer: asked at the
-  // first Triton request (or toolkit listing), which waits for them.
+  // first Triton request (or toolkit listing), which waits for them, or
+  // ahead of it by the Triton worker's prestart, in the background.
   discover_triton_builds_on_first_use(
       triton_build_search_of(config_),
       (std::filesystem::temp_directory_path() / ("kjitd-triton-" + std::to_string(::getpid()))).string());
+  if (workers_ && config_.triton_prestart) workers_->prestart_triton();
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
   // Toolkit discovery happens here once; workers load what it found.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "server/workers/worker_output.h"
 #include "server/workers/worker_priority.h"
 #include "server/workers/worker_protocol.h"
+#include "target/target.h"
 
 namespace kjit {
 namespace {
@@ -133,6 +135,26 @@ int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& conf
   }
 }
 
+// A prestarted Triton worker compiles Triton's own small probe kernel once,
+// confined as its jobs are: the build imported, its back end and MLIR
+// context loaded, the configured plugins too. What goes wrong is left to
+// the first job to report.
+void warm_triton_build(const DaemonConfig& config, const std::string& name) {
+  const TritonBuild* build = find_triton_build(name);
+  if (!build) return;
+  Result<Target> target = parse_target(config.default_target);
+  if (!target || !build->builds(*target)) {
+    if (!build->cuda_archs.empty()) target = parse_target("cuda:" + std::to_string(build->cuda_archs.front()));
+    else if (!build->hip_archs.empty()) target = parse_target("hip:" + build->hip_archs.front());
+  }
+  if (!target) return;
+  const auto began = std::chrono::steady_clock::now();
+  Result<TritonPipeline> warmed = describe_triton_pipeline(*build, *target, config.triton_plugins);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+  if (warmed) spdlog::debug("compile worker: {} warm for {} in {} ms", name, target->canonical(), ms.count());
+  else spdlog::warn("compile worker: warming {} for {} failed: {}", name, target->canonical(), warmed.error().message);
+}
+
 }  // namespace
 
 Result<WorkerSetup> read_worker_setup(int fd) {
@@ -141,7 +163,8 @@ Result<WorkerSetup> read_worker_setup(int fd) {
   if (read_frame(fd, bytes, std::nullopt) != FrameRead::ok || !setup.ParseFromString(bytes))
     return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
   WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt,
-                  WorkerClass{setup.tileir(), setup.background(), setup.triton()}, {}};
+                  WorkerClass{setup.tileir(), setup.background(), setup.triton()}, {},
+                  setup.triton_warm_build()};
   for (const worker::TritonBuildSetup& build : setup.triton_builds())
     out.triton_builds.emplace_back(build.python(), build.description());
   if (setup.toolkits_handed()) {
@@ -225,6 +248,7 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
     spdlog::error("compile worker: {}", bounded.error().message);
     return 3;
   }
+  if (setup.worker_class.triton && !setup.triton_warm_build.empty()) warm_triton_build(config, setup.triton_warm_build);
   worker::Ready ready;
   ready.set_confinement(confinement + "; bounds: " + *bounded + "; class: " + setup.worker_class.name() + priority);
   if (Status sent = write_frame(fd, ready); !sent) return 1;

@@ -148,10 +148,10 @@ CompileWorkers::CompileWorkers(Options options, std::string executable)
 CompileWorkers::~CompileWorkers() {
   {
     std::lock_guard lock(mutex_);
-    if (warmer_.joinable()) {
+    if (warmer_.joinable() || triton_prestarter_.joinable()) {
       // Every job has returned its worker by now (the server shut down
-      // first): what is busy is a worker keep_ready is starting, which need
-      // not finish its start.
+      // first): what is busy is a worker keep_ready or prestart_triton is
+      // starting, which need not finish its start.
       stopping_ = true;
       for (pid_t pid : busy_) kill_worker(pid);
     }
@@ -160,6 +160,8 @@ CompileWorkers::~CompileWorkers() {
   warm_wanted_.notify_all();
   toolkits_handed_.notify_all();
   if (warmer_.joinable()) warmer_.join();
+  freed_.notify_all();  // prestart_triton's acquire sees stopping_
+  if (triton_prestarter_.joinable()) triton_prestarter_.join();
   std::lock_guard lock(mutex_);
   for (Worker& worker : idle_) {
     end_of(worker, /*kill_first=*/false);  // it reads EOF and exits
@@ -206,6 +208,31 @@ void CompileWorkers::warm() {
   }
 }
 
+void CompileWorkers::prestart_triton() {
+  std::lock_guard lock(mutex_);
+  if (stopping_ || triton_prestarter_.joinable()) return;
+  triton_prestarter_ = std::thread([this] {
+    const TritonBuild* build = default_triton_build();  // the discovery, the first time
+    if (!build || stopping()) return;
+    const WorkerClass triton{.triton = true};
+    {
+      std::lock_guard lock(mutex_);
+      if (live_by_class_[triton.index()] > 0) return;
+    }
+    Result<Worker> worker = acquire(triton, [this] { return stopping(); }, {}, build->name);
+    {
+      std::lock_guard lock(mutex_);
+      triton_prestarting_ = false;
+    }
+    if (!worker) {
+      if (!stopping()) spdlog::warn("{}; Triton workers start with Triton compiles", worker.error().message);
+      return;
+    }
+    spdlog::info("Triton worker {} ready with {} imported", worker->pid, build->name);
+    release(std::move(worker.value()));
+  });
+}
+
 void CompileWorkers::add_pch_counts(const worker::PchCounts& pch) {
   std::lock_guard lock(mutex_);
   counters_.pch_hits += pch.hits();
@@ -232,7 +259,8 @@ size_t CompileWorkers::ready_workers() const {
 
 size_t CompileWorkers::busy_workers() const {
   std::lock_guard lock(mutex_);
-  return busy_.size() - starting_;  // keep_ready's starts are in busy_ too, for no compile
+  // keep_ready's and prestart_triton's starts are in busy_ too, for no compile.
+  return busy_.size() - starting_ - (triton_prestarting_ ? 1 : 0);
 }
 
 Result<CompileWorkers::Worker> CompileWorkers::spawn(const WorkerClass& worker_class) {
@@ -288,7 +316,7 @@ Result<CompileWorkers::Worker> CompileWorkers::spawn(const WorkerClass& worker_c
   private_dirs_.insert(*private_dir);
   ++live_by_class_[worker_class.index()];
   ++counters_.started;
-  return Worker{worker_class, pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}};
+  return Worker{worker_class, pid, fds[0], std::make_shared<WorkerOutput>(err[0], pid), *private_dir, began, {}, {}};
 }
 
 void CompileWorkers::hand_toolkits(std::vector<ToolkitHome> toolkits) {
@@ -313,6 +341,7 @@ Status CompileWorkers::await_ready(Worker& worker) {
       out.set_python(build.python);
       out.set_description(build.description);
     }
+  setup.set_triton_warm_build(worker.triton_warm_build);
   if (options_.launch.toolkits_from_daemon) {
     // The worker loads its binary meanwhile, which takes longer than the
     // daemon's discovery: this wait is seldom a wait at all.
@@ -401,7 +430,8 @@ std::vector<CompileWorkers::Worker>::iterator CompileWorkers::idle_to_retire(con
 
 Result<CompileWorkers::Worker> CompileWorkers::acquire(const WorkerClass& wanted,
                                                        const std::function<bool()>& abandoned,
-                                                       const std::string& header_set) {
+                                                       const std::string& header_set,
+                                                       const std::string& triton_build) {
   std::unique_lock lock(mutex_);
   std::optional<Worker> retired;  // an idle worker of another class, ended to make room
   for (;;) {
@@ -453,7 +483,13 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire(const WorkerClass& wanted
   // the toolchains, confining itself) is awaited outside it, so the pool,
   // the status and a shutdown never wait on a worker getting ready.
   Result<Worker> worker = spawn(wanted);
-  if (worker) busy_.push_back(worker->pid);
+  if (worker) {
+    busy_.push_back(worker->pid);
+    if (wanted.triton && !triton_build.empty()) {  // prestart_triton's
+      worker->triton_warm_build = triton_build;
+      triton_prestarting_ = true;
+    }
+  }
   lock.unlock();
   if (retired) {
     // It reads the closed socket and exits; nothing of it is lost but its PCHs.

@@ -119,7 +119,10 @@ Result<std::string> check_worker_confinement(const DaemonConfig& config) {
             "jobs only: for Tile IR they may run exactly " + tileiras->path + " and " + tileiras->ptxas +
             " (read-only " + tileiras->root + "), which run inside the same confinement and bounds, killed with "
             "the worker's process group";
-  text += "; Triton workers, started on demand and running Triton IR jobs only: they may run each Triton build's "
+  text += std::string("; Triton workers, ") +
+          (config.triton_prestart ? "one started with the daemon (the default build imported), more on demand,"
+                                  : "started on demand") +
+          " and running Triton IR jobs only: they may run each Triton build's "
           "Python interpreter (kept warm across jobs) and the programs it described (its ptxas), inside the same "
           "confinement and bounds, reading the build's environment";
   return text + "; fleet builds run in background workers of any class, at the lowest CPU priority "

@@ -43,6 +43,7 @@ DaemonProcess::DaemonProcess(DaemonOptions options) {
   // Quiet unless the test asks for a level of its own.
   if (std::find(options.args.begin(), options.args.end(), "--log-level") == options.args.end())
     argv.insert(argv.end(), {"--log-level", "warn"});
+  if (!options.triton_prestart) argv.push_back("--no-triton-prestart");
   if (!options.config.empty()) {
     write_file(config_path(), options.config);
     argv.insert(argv.end(), {"--config", config_path()});

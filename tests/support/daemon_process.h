@@ -34,6 +34,10 @@ struct DaemonOptions {
   std::chrono::milliseconds poll{50};  // between health checks while it starts
   std::chrono::seconds deadline{30};   // to serve after the spawn
   std::string kjitd{};                 // the binary; default kjitd_path(), this build's
+  // Off (--no-triton-prestart) unless a test asks: finding the Triton builds
+  // and starting a Triton worker costs seconds of CPU, which the suite's
+  // hundreds of daemons would pay for no Triton request.
+  bool triton_prestart = false;
 };
 
 class DaemonProcess {

@@ -52,6 +52,27 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # json FILE EXPR: a Python expression over the JSON in FILE (as `d`).
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
+# A Triton worker is started with the daemon (triton.prestart), before any
+# Triton request: the builds found in the background, the default one warm.
+prestarted=
+# Live and ready (every running worker ready, none compiling): started and warmed.
+for _ in $(seq 1200); do
+  kjit health --verbose >"$work/health.txt" 2>/dev/null || true
+  if grep -q "by class:.*[0-9] triton" "$work/health.txt" && grep -Eq "([0-9]+) running \(\1 ready" "$work/health.txt"; then
+    prestarted=yes
+    break
+  fi
+  sleep 0.1
+done
+if [[ -n $prestarted ]]; then
+  ok "a Triton worker is live before the first Triton request ($(kjit health --verbose | grep "by class:" | sed 's/^ *//'))"
+  start_ns=$(date +%s%N)
+  kjit compile "$here/data/softmax.ttir" -t cuda:90 -o "$work/first.cubin" --json >"$work/first.json"
+  echo "   the daemon's first Triton compile (softmax, cuda:90): $(( ($(date +%s%N) - start_ns) / 1000000 )) ms"
+else
+  fail "no Triton worker within 120 s of the daemon's start: $(kjit health --verbose | grep "by class:")"
+fi
+
 # The builds, as `kjit toolkits --json` lists them.
 kjit toolkits --json >"$work/toolkits.json"
 if [[ $(json "$work/toolkits.json" '" ".join(b.get("name","?")+("*" if b.get("default") else "")+("+tlx" if b.get("tlx") else "") for b in d["triton"])') == "triton-3.9.0* fbtriton-3.7.4+tlx" ]]; then
