@@ -199,6 +199,7 @@ Result<CompileResult> Client::compile(const CompileRequest& request) const {
   result.request_id = response.request_id();
   result.triton_metadata = response.triton_metadata();
   result.triton_build = response.triton_build();
+  result.triton_files.insert(response.triton_files().begin(), response.triton_files().end());
   for (const v1::FatbinEntry& e : response.entries()) {
     FatbinEntry entry{e.target(), from_proto(e.kind()), e.size(), e.cache(), e.key(), e.toolkit(), {}, {}};
     for (const v1::KernelInfo& kernel : e.kernels()) entry.kernels.push_back(from_proto(kernel));

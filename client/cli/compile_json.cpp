@@ -50,6 +50,8 @@ nlohmann::json compile_result_to_json(const CompileResult& result) {
                        {"kernels", entry_kernels},
                        {"notes", e.notes}});
   }
+  nlohmann::json triton_files = nlohmann::json::object();
+  for (const auto& [extension, text] : result.triton_files) triton_files[extension] = text.size();
   return {
       {"target", result.target},
       {"artifact_kind", std::string(to_string(result.artifact_kind))},
@@ -72,6 +74,8 @@ nlohmann::json compile_result_to_json(const CompileResult& result) {
                               ? nlohmann::json(nullptr)
                               : nlohmann::json::parse(result.triton_metadata, nullptr, false)},
       {"triton_build", result.triton_build},
+      // And the sizes of Triton's intermediate files, by extension.
+      {"triton_files", triton_files},
   };
 }
 

@@ -29,6 +29,9 @@ HEALTH_PROTO = os.path.join("grpc", "health", "v1", "health.proto")
 RECORD_PROTO = os.path.join("kjit", "internal", "artifact_record.proto")
 
 
+PTH_LINE = "import os; os.environ.get('KJIT_TRITON') and __import__('kjit._triton_startup')\n"
+
+
 def proto_dir():
     candidates = []
     if os.environ.get("KJIT_PROTO_DIR"):
@@ -107,6 +110,11 @@ class BuildPy(build_py):
         super().run()
         # An editable install imports from src/, so the stubs go there.
         generate(os.path.join(HERE, "src") if editable else self.build_lib)
+        if not editable:
+            # Read by Python at every start: KJIT_TRITON in the environment turns
+            # on kjit for Triton with no code change (kjit/_triton_startup.py).
+            with open(os.path.join(self.build_lib, "kjit-triton.pth"), "w") as f:
+                f.write(PTH_LINE)
 
 
 class Sdist(sdist):

@@ -71,6 +71,8 @@ struct CompileResult {
   // the Triton build that compiled it.
   std::string triton_metadata;
   std::string triton_build;
+  // And Triton's intermediate files by extension ("ttgir", "llir", "ptx", ...).
+  std::map<std::string, std::string> triton_files;
 };
 
 // A CUDA toolkit the daemon found (`kjit toolkits`).

@@ -228,6 +228,7 @@ void to_compile_response(const Artifact& artifact, const std::vector<StageTiming
   response.set_toolkit(artifact.toolkit);
   response.set_triton_metadata(artifact.triton_metadata);
   response.set_triton_build(artifact.triton_build);
+  response.mutable_triton_files()->insert(artifact.triton_files.begin(), artifact.triton_files.end());
   for (const std::string& note : artifact.notes) response.add_notes(note);
   response.set_log(artifact.log);
   for (const KernelInfo& kernel : artifact.kernels) to_proto(kernel, *response.add_kernels());

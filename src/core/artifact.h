@@ -25,6 +25,11 @@ struct Artifact {
   // Triton build that compiled it ("triton-3.9.0").
   std::string triton_metadata;
   std::string triton_build;
+  // Triton's intermediate files of the compile, by extension ("ttir",
+  // "ttgir", "llir", "ptx", "amdgcn"): what Triton keeps beside the binary,
+  // so that a Triton process handed the kernel has the files its own compile
+  // would have written.
+  std::map<std::string, std::string> triton_files;
   std::string toolkit;  // what built it: the CUDA toolkit, "13.5 (local: /path)"; for hip: "HIPRTC 5.2.21153 (...)" or "LLVM 19.1.7 + lld"
 };
 

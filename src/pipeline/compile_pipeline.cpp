@@ -303,7 +303,8 @@ Result<Artifact> CompilePipeline::run(const CompileJob& job, const CompilePlan& 
   bool cubin_possible = static_cast<bool>(check_toolkit_supports(toolkit, job.target));
   bool stop_at_ptx = job.wanted == ArtifactKind::ptx || (job.allow_ptx_fallback && !cubin_possible);
   std::map<std::string, std::string> lowered;
-  PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_, caller_namespace, &artifact.triton_metadata};
+  PassContext context{job, toolkit, {}, lowered, llvm_pass_plugins_, caller_namespace, &artifact.triton_metadata,
+                      &artifact.triton_files};
   Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
                                          ir_kind_of(job.input_kind), stop_at_ptx);
   artifact.triton_build = job.triton_build;
@@ -355,7 +356,8 @@ Result<Artifact> CompilePipeline::run_amd(const CompileJob& job, const CompilePl
                                           std::string_view caller_namespace) const {
   artifact.toolkit = toolchains_of(plan.pipeline, registry_, {});
   std::map<std::string, std::string> lowered;
-  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_, caller_namespace, &artifact.triton_metadata};
+  PassContext context{job, *toolkit_, {}, lowered, llvm_pass_plugins_, caller_namespace, &artifact.triton_metadata,
+                      &artifact.triton_files};
   Result<PipelineRun> run = run_pipeline(plan.pipeline, registry_, context, plan.args, job.input,
                                          ir_kind_of(job.input_kind), false);
   artifact.triton_build = job.triton_build;

@@ -30,6 +30,8 @@ struct PassContext {
   // wrote beside the binary (the artifact's triton_metadata); null where
   // nobody reads it.
   std::string* triton_metadata = nullptr;
+  // And its intermediate files, by extension (the artifact's triton_files).
+  std::map<std::string, std::string>* triton_files = nullptr;
 };
 
 struct PassOutput {

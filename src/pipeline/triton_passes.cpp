@@ -31,6 +31,7 @@ Result<PassOutput> run_triton(PassContext& ctx, std::string_view module_text) {
   Result<TritonCompileOutput> out = compile_triton(*build, request);
   if (!out) return out.error();
   if (ctx.triton_metadata) *ctx.triton_metadata = std::move(out->metadata);
+  if (ctx.triton_files) *ctx.triton_files = std::move(out->files);
   std::string log = out->log;
   if (!log.empty() && log.back() != '\n') log += '\n';
   if (!out->stages.empty()) {
@@ -63,9 +64,10 @@ std::string triton_name(const std::string&) {
 }  // namespace
 
 void register_triton_passes(PassRegistry& registry) {
-  registry.add({"triton-compile", "1", IrKind::triton, IrKind::cubin, {}, "builtin", run_triton, triton_key, triton_name});
+  // Version 2: the entry carries Triton's intermediate files too.
+  registry.add({"triton-compile", "2", IrKind::triton, IrKind::cubin, {}, "builtin", run_triton, triton_key, triton_name});
   registry.add(
-      {"triton-compile-amd", "1", IrKind::triton, IrKind::hsaco, {}, "builtin", run_triton, triton_key, triton_name});
+      {"triton-compile-amd", "2", IrKind::triton, IrKind::hsaco, {}, "builtin", run_triton, triton_key, triton_name});
 }
 
 }  // namespace kjit

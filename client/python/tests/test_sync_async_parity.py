@@ -51,6 +51,7 @@ ARGUMENTS = {
     "describe_pipeline": (("ptx", "cuda:90"), {}),
     "plan": ((SOURCE, "k"), dict(grid=(4, 2), block=128, cooperative=True, target="cuda:90", options=["-DY"])),
     "stats": ((), {}),
+    "triton_builds": ((), {}),
     "explain": ((KEY, {"source": SOURCE, "options": ["-DX=1"]}), dict(target="cuda:90")),
     "cache_list": ((5,), {}),
     "cache_remove": ((KEY,), {}),

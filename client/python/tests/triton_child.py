@@ -10,6 +10,7 @@ import time
 start = time.perf_counter()
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 
 import triton  # noqa: E402
@@ -31,15 +32,28 @@ KERNELS = [
 
 
 def main():
-    target = GPUTarget("cuda", 90, 32)
+    # KJIT_CHILD_TARGET ("cuda:90", "hip:gfx942"), KJIT_CHILD_OPTIONS (JSON:
+    # Triton's options for every kernel), KJIT_CHILD_INSTALL=1: remote compile
+    # turned on from code (kjit.triton.install) rather than by KJIT_TRITON.
+    backend, _, arch = os.environ.get("KJIT_CHILD_TARGET", "cuda:90").partition(":")
+    target = GPUTarget("hip", arch, 64) if backend == "hip" else GPUTarget("cuda", int(arch), 32)
+    options = json.loads(os.environ.get("KJIT_CHILD_OPTIONS", "{}")) or None
+    if os.environ.get("KJIT_CHILD_INSTALL") == "1":
+        import kjit.triton
+        kjit.triton.install(compile=True)
     start = time.perf_counter()
+    cpu_start = time.process_time()
     cubins = {}
+    hashes = {}
     for fn, signature, constexprs in KERNELS:
-        compiled = triton.compile(ASTSource(fn, signature, constexprs), target=target)
-        cubins[fn.__name__] = hashlib.sha256(compiled.asm["cubin"]).hexdigest()
+        compiled = triton.compile(ASTSource(fn, signature, constexprs), target=target, options=options)
+        cubins[fn.__name__] = hashlib.sha256(compiled.asm["hsaco" if backend == "hip" else "cubin"]).hexdigest()
+        hashes[fn.__name__] = compiled.hash
     seconds = time.perf_counter() - start
+    remote = sys.modules["kjit._triton_remote"].stats() if "kjit._triton_remote" in sys.modules else None
     # Whether the cache manager needed gRPC (kjit's direct reads do not).
-    json.dump({"import_seconds": import_seconds, "seconds": seconds, "cubins": cubins,
+    json.dump({"import_seconds": import_seconds, "seconds": seconds, "cpu_seconds": time.process_time() - cpu_start,
+               "cubins": cubins, "hashes": hashes, "remote": remote,
                "triton": triton.__version__, "grpc_loaded": "grpc" in sys.modules}, sys.stdout)
 
 

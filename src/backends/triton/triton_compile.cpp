@@ -163,6 +163,14 @@ Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const Trito
   out.binary = std::move(*binary);
   out.metadata = answer->value("metadata_json", std::string());
   out.kernel_name = answer->value("name", std::string());
+  // Triton's names are "<kernel>.<ext>"; the kernel's name is in the metadata.
+  const json files = answer->value("files", json::object());
+  for (const auto& [filename, text] : files.items()) {
+    const size_t dot = filename.rfind('.');
+    if (dot == std::string::npos || !text.is_string()) continue;
+    const std::string extension = filename.substr(dot + 1);
+    if (extension != "json" && extension != "source") out.files[extension] = text.get<std::string>();
+  }
   for (const json& stage : answer->value("stages", json::array()))
     if (stage.is_object()) out.stages.push_back({stage.value("stage", std::string()), stage.value("ms", 0.0), {}});
   out.passes = stages_of(answer->value("passes", json::array()), "stage");

@@ -38,6 +38,8 @@ struct TritonCompileOutput {
   std::string binary;    // the cubin or hsaco
   std::string metadata;  // the .json Triton writes, as it writes it
   std::string kernel_name;
+  // Triton's intermediate files by extension ("ttgir", "llir", "ptx", ...).
+  std::map<std::string, std::string> files;
   std::vector<StageTiming> stages;  // Triton's own stages, as they ran
   std::vector<TritonStage> passes;  // the MLIR passes each stage that ran ran
   std::string log;

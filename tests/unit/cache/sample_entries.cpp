@@ -58,6 +58,7 @@ CacheEntry make_entry(const std::string& key, std::string payload) {
   a.toolkit = "13.5 (local: /opt/wheels/nvidia/cu13)";
   a.triton_metadata = "{\"name\": \"k\", \"shared\": 1024}";
   a.triton_build = "triton-3.9.0";
+  a.triton_files = {{"ttgir", "module attributes {\"ttg.num-warps\" = 4 : i32} {}\n"}, {"ptx", ".version 8.7\n"}};
   return entry;
 }
 
@@ -116,6 +117,7 @@ void expect_same_entry(const CacheEntry& actual, const CacheEntry& expected) {
   EXPECT_EQ(a.notes, e.notes);
   EXPECT_EQ(a.triton_metadata, e.triton_metadata);
   EXPECT_EQ(a.triton_build, e.triton_build);
+  EXPECT_EQ(a.triton_files, e.triton_files);
 }
 
 }  // namespace kjit::test

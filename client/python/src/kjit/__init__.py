@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them; at run tim
                              ExplainResult, FatbinEntry, FunctionAttribute, GcResult, KernelInfo, KeyComponent,
                              KeyDifference, LaunchAttribute, LaunchPlan, PassTiming, PipelineDescription,
                              PlanResult, StageTiming, StoredBlob, StoredGroup, DirectReadGrant, TierStats,
-                             VerifyResult, RecipeSummary, Recipe, Seal, ExportResult, ImportResult, BundleSkip)
+                             VerifyResult, RecipeSummary, Recipe, Seal, ExportResult, ImportResult, BundleSkip,
+                             TritonBuild)
 
 # What each public name is imported from, on first use: `import kjit.triton`
 # (Triton's cache manager) then loads gRPC only when it needs the daemon, and
@@ -39,7 +40,7 @@ _TYPES = ("ReloadResult", "BlobClaim", "BlobGroup", "BlobStats", "CacheListing",
           "FunctionAttribute", "GcResult", "KernelInfo", "KeyComponent", "KeyDifference", "LaunchAttribute",
           "LaunchPlan", "PassTiming", "PipelineDescription", "PlanResult", "StageTiming", "TierStats", "VerifyResult",
           "StoredBlob", "StoredGroup", "DirectReadGrant", "RecipeSummary", "Recipe", "Seal", "ExportResult",
-          "ImportResult", "BundleSkip")
+          "ImportResult", "BundleSkip", "TritonBuild")
 _SOURCES = {"Client": "kjit._client", "Request": "kjit._request", "infer_kind": "kjit._request",
             "default_address": "kjit._address", "default_socket_path": "kjit._address",
             "DirectReader": "kjit._direct"}
@@ -69,7 +70,7 @@ __all__ = [
     "KjitError", "InvalidArgument", "FailedPrecondition", "NotFound", "ResourceExhausted", "Unavailable",
     "DeadlineExceeded", "Unimplemented", "Internal", "Unauthenticated", "PermissionDenied", "Cancelled",
     "CompileResult", "KernelInfo", "Dim3", "StageTiming", "PassTiming", "KeyComponent", "FatbinEntry",
-    "PipelineDescription", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
+    "PipelineDescription", "TritonBuild", "PlanResult", "LaunchPlan", "FunctionAttribute", "LaunchAttribute",
     "CacheStats", "TierStats", "BlobStats", "BlobGroup", "BlobClaim", "CacheListing", "GcResult", "VerifyResult", "ExplainResult", "KeyDifference",
     "ReloadResult", "DaemonStatus", "ConfinementStatus", "CompileBoundsStatus", "CompileWorkersStatus", "ConfigSetting", "DirectReader",
     "StoredBlob", "StoredGroup", "DirectReadGrant",

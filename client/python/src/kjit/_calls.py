@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 from kjit import _health
 from kjit._request import Request, _strings, explain_request, parse_kind, plan_request
 from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
-                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe,
+                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe, TritonBuild,
                          RecipeSummary, Seal, StoredBlob, StoredGroup, VerifyResult, _enum_name, convert)
 from kjit.v1 import cache_pb2, compiler_pb2, diagnostics_pb2
 
@@ -52,6 +52,11 @@ def compile(source, target, kind, headers, options, name_expressions, pipeline, 
 def describe_pipeline(kind, target, pipeline) -> Call:
     request = compiler_pb2.DescribePipelineRequest(input_kind=parse_kind(kind), target=target, pipeline=pipeline)
     return Call("compiler.DescribePipeline", request, _read(PipelineDescription))
+
+
+def triton_builds() -> Call:
+    return Call("compiler.ListToolkits", compiler_pb2.ListToolkitsRequest(),
+                lambda response: [convert(TritonBuild, b) for b in response.triton])
 
 
 # Launcher --------------------------------------------------------------------

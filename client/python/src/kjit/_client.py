@@ -11,7 +11,7 @@ from kjit._errors import DeadlineExceeded, Internal, from_rpc_error
 from kjit._request import (CHANNEL_OPTIONS, DEFAULT_TIMEOUT, Source, call_metadata, channel_credentials,
                            channel_target, default_address)
 from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
-                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe,
+                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe, TritonBuild,
                          RecipeSummary, Seal, StoredBlob, StoredGroup, VerifyResult)
 from kjit.v1 import cache_pb2_grpc, compiler_pb2_grpc, diagnostics_pb2_grpc, launch_pb2_grpc
 
@@ -159,6 +159,11 @@ class Client(_Base):
                           timeout: Optional[float] = None) -> PipelineDescription:
         """The pipeline a request would run, after all edits; compiles nothing."""
         return self._send(_calls.describe_pipeline(kind, target, pipeline), timeout)
+
+    def triton_builds(self, *, timeout: Optional[float] = None) -> List[TritonBuild]:
+        """The Triton builds the daemon compiles Triton IR with (`kjit toolkits`):
+        name, version, distribution, libtriton_sha256, options, is_default, ..."""
+        return self._send(_calls.triton_builds(), timeout)
 
     def plan(self, source, kernel: str, *, grid=1, block=1, cluster=None, dynamic_shared_bytes: int = 0,
              cooperative: bool = False, programmatic_dependent_launch: bool = False, stream_priority: int = 0,

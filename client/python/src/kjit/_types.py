@@ -164,6 +164,9 @@ class CompileResult:
     # Triton IR: the kernel's metadata as Triton writes it, and the build.
     triton_metadata: Dict[str, Any] = field(default_factory=dict, metadata={"conv": _json_object})
     triton_build: str = ""
+    # Triton's intermediate files by extension ("ttgir", "llir", "ptx", ...).
+    triton_files: Dict[str, str] = field(
+        default_factory=dict, metadata={"conv": lambda files: {k: bytes(v).decode("utf-8", "replace") for k, v in files.items()}})
     _proto: ClassVar[str] = "kjit.v1.CompileResponse"
 
     @property
@@ -189,6 +192,26 @@ class PipelineDescription:
     known_pipelines: List[str] = _strings()
     active_plugins: List[str] = _strings()
     _proto: ClassVar[str] = "kjit.v1.DescribePipelineResponse"
+
+
+@dataclass
+class TritonBuild:
+    """A Triton build the daemon found (kjit.Client.triton_builds)."""
+    name: str = ""          # "triton-3.9.0": distribution and version
+    version: str = ""
+    distribution: str = ""  # "triton", "fbtriton"
+    python: str = ""
+    backends: List[str] = _strings()
+    cuda_archs: List[int] = _strings()
+    hip_archs: List[str] = _strings()
+    plugins: List[str] = _strings()
+    ptxas: List[str] = _strings()
+    libtriton_sha256: str = ""
+    tlx: bool = False
+    is_default: bool = False
+    options: List[str] = _strings()  # "num_warps: int", the options a request may set
+    error: str = ""
+    _proto: ClassVar[str] = "kjit.v1.TritonBuild"
 
 
 @dataclass

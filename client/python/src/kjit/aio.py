@@ -18,7 +18,7 @@ from kjit._client import _Base
 from kjit._errors import from_rpc_error
 from kjit._request import Source
 from kjit._types import (ReloadResult, BlobClaim, BlobGroup, CacheListing, CacheStats, CompileResult, DaemonStatus, DirectReadGrant,
-                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe,
+                         ExplainResult, ExportResult, GcResult, ImportResult, PipelineDescription, PlanResult, Recipe, TritonBuild,
                          RecipeSummary, Seal, StoredBlob, StoredGroup, VerifyResult)
 
 __all__ = ["Client"]
@@ -108,6 +108,10 @@ class Client(_Base):
             source, kernel, grid=grid, block=block, cluster=cluster, dynamic_shared_bytes=dynamic_shared_bytes,
             cooperative=cooperative, programmatic_dependent_launch=programmatic_dependent_launch,
             stream_priority=stream_priority, device_target=device_target, **compile_args), timeout)
+
+    async def triton_builds(self, *, timeout: Optional[float] = None) -> List[TritonBuild]:
+        """See kjit.Client.triton_builds."""
+        return await self._send(_calls.triton_builds(), timeout)
 
     async def stats(self, *, timeout: Optional[float] = None) -> CacheStats:
         """See kjit.Client.stats."""

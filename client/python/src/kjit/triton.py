@@ -51,7 +51,7 @@ from triton.runtime.cache import CacheManager, FileCacheManager
 
 from kjit._direct import DirectReader, remember_grant
 
-__all__ = ["KjitCacheManager"]
+__all__ = ["KjitCacheManager", "install", "remote_compile_stats"]
 
 _log = logging.getLogger("kjit.triton")
 
@@ -212,6 +212,17 @@ class KjitCacheManager(CacheManager):
         return path
 
     def get_group(self, filename: str) -> Optional[Dict[str, str]]:
+        # Triton's compile calls this; the claim lives while compile's caller waits on it.
+        return self._lookup(filename, sys._getframe(2))
+
+    def fetch_group(self, filename: str) -> Optional[Dict[str, str]]:
+        """get_group without a claim: what remote compile looks for first."""
+        return self._lookup(filename, None)
+
+    def _lookup(self, filename: str, compiling) -> Optional[Dict[str, str]]:
+        """The group from the local directory, kjitd's disk tier directly, or
+        kjitd; with `compiling` (the frame the claim lives with), a miss takes
+        the kernel's claim or waits for another process's compile of it."""
         group = self._local.get_group(filename)
         if group is not None or not self._shares(filename):
             return group
@@ -220,8 +231,8 @@ class KjitCacheManager(CacheManager):
         if members is None:
             if direct is not None:
                 _direct_missed(direct)
-            # Triton's compile calls this; the claim lives while compile's caller waits on it.
-            members = self._claim_or_fetch(filename, sys._getframe(2))
+            members = self._claim_or_fetch(filename, compiling) if compiling is not None else \
+                self._remote_group(filename)
         # The names become paths in the local directory: only plain file names.
         if members is None or any(not _is_file_name(name) for name in members):
             return None
@@ -301,3 +312,24 @@ class KjitCacheManager(CacheManager):
         if "kjit._claims" in sys.modules:
             sys.modules["kjit._claims"].holder.finish((_namespace(), self.key, filename))
         return path
+
+
+def install(compile: bool = False) -> None:  # noqa: A002  (the documented name)
+    """Makes this process's Triton use kjit, as KJIT_TRITON does from the
+    environment: the cache manager (TRITON_CACHE_MANAGER=kjit.triton:KjitCacheManager)
+    and, with compile=True, remote compile: the process runs its front end
+    (Python -> TTIR) and kjitd the rest of Triton's pipeline (kjit._triton_remote)."""
+    os.environ.setdefault("TRITON_CACHE_MANAGER", "kjit.triton:KjitCacheManager")
+    from triton import knobs  # noqa: PLC0415
+    if knobs.cache.manager_class is None:
+        knobs.cache.manager_class = KjitCacheManager
+    if compile:
+        from kjit import _triton_remote  # noqa: PLC0415
+        _triton_remote.install()
+
+
+def remote_compile_stats() -> Dict[str, int]:
+    """What remote compile did in this process: "remote" (kernels kjitd
+    compiled or had), "local" (compiled here) and "local: REASON" for each reason."""
+    from kjit import _triton_remote  # noqa: PLC0415
+    return _triton_remote.stats()

@@ -1,0 +1,326 @@
+"""Remote compile for Triton: the process runs its front end (Python -> TTIR)
+and kjitd the rest of Triton's pipeline, with the daemon's build of the same
+Triton (kjit.triton.install(compile=True), or KJIT_TRITON=compile).
+
+Triton's compile() is wrapped. For a kernel written in Python (an
+ASTSource) whose files are in neither Triton's cache directory nor kjitd's
+blob store, the wrapper does what compile() does up to the end of its first
+stage (the TTIR, Gluon's TTGIR), sends that IR to kjitd with the options that
+differ from the build's defaults, and writes what comes back (the binary,
+Triton's metadata with this process's key, the intermediate files) through
+Triton's cache manager under Triton's own key. Then it calls Triton's
+compile(), which finds the kernel in its cache: the CompiledKernel, its
+launcher and every later lookup are Triton's own, and the key is the key a
+local compile has, so kernels compiled either way are interchangeable.
+
+Never worse than local: whatever kjitd cannot serve (no daemon, a build the
+daemon lacks, an option it does not take, a refusal, a timeout) is
+compiled by Triton itself, once, with one log line per reason and a count
+(stats()). A kernel is taken from kjitd only when the daemon's build is this
+process's build (distribution, version and libtriton.so's digest) and the
+metadata it answers with names the options this process compiles with.
+"""
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Dict, Optional
+
+_log = logging.getLogger("kjit.triton")
+
+_lock = threading.Lock()
+_installed = None  # Triton's own compile, once the wrapper is in its place
+_counts: Dict[str, int] = {}
+_reasons_logged = set()
+_builds = None  # (checked at, {name: kjit.TritonBuild}) from the daemon
+_BUILDS_TTL = 60.0
+# The options Triton's metadata holds as paths of this process's install:
+# equal in content when the builds are the same (their digests are checked).
+_PATH_OPTIONS = ("extern_libs",)
+# Cache-invalidating environment variables that only set an option's
+# default (enable_fp_fusion, default_dot_input_precision), which is sent.
+_OPTION_DEFAULT_ENV_VARS = ("TRITON_DEFAULT_FP_FUSION", "TRITON_F32_DEFAULT")
+
+
+def stats() -> Dict[str, int]:
+    """What remote compile did in this process: "remote" (kernels kjitd
+    compiled or had), "local" (compiled here), "local: REASON" (each reason)."""
+    with _lock:
+        return dict(_counts)
+
+
+def _count(what: str) -> None:
+    with _lock:
+        _counts[what] = _counts.get(what, 0) + 1
+
+
+def _local(reason: str):
+    """Counts a local compile and says why, once per reason."""
+    _count("local")
+    _count("local: " + reason)
+    with _lock:
+        first = reason not in _reasons_logged
+        _reasons_logged.add(reason)
+    if first:
+        _log.warning("kjit: Triton compiles locally: %s", reason)
+
+
+def install() -> None:
+    """Puts the wrapper in place of triton.compile (idempotent). Kernels
+    whose binder Triton already made keep the compile they took then."""
+    global _installed
+    with _lock:
+        if _installed is not None:
+            return
+        import triton  # noqa: PLC0415
+        import triton.compiler  # noqa: PLC0415
+        import triton.compiler.compiler as compiler_module  # noqa: PLC0415
+        _installed = compiler_module.compile
+        for module in (triton, triton.compiler, compiler_module):
+            module.compile = compile
+
+
+def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Triton's name)
+    original = _installed
+    try:
+        reason = _remote_compile(src, target, options, _env_vars)
+    except Exception as error:  # a bug here must never cost the user a kernel
+        reason = "kjit's remote compile failed: %s: %s" % (type(error).__name__, error)
+    if reason is not None:
+        _local(reason)
+    return original(src, target=target, options=options, _env_vars=_env_vars)
+
+
+def _remote_compile(src, target, options, env_vars) -> Optional[str]:
+    """Leaves the kernel in Triton's cache directory, compiled by kjitd or
+    found there or in kjitd; None when it did, else why it did not."""
+    from triton import knobs  # noqa: PLC0415
+    from triton.compiler.compiler import ASTSource, make_backend  # noqa: PLC0415
+    from triton._C.libtriton import get_cache_invalidating_env_vars, ir  # noqa: PLC0415
+    from triton.runtime.cache import get_cache_key, get_cache_manager  # noqa: PLC0415
+    from triton.runtime.driver import driver  # noqa: PLC0415
+
+    if not isinstance(src, ASTSource):
+        return "the source is an IR file, not a Python kernel"
+    if knobs.compilation.always_compile:
+        return "TRITON_ALWAYS_COMPILE is set"
+    if knobs.compilation.override or knobs.compilation.dump_ir:
+        return "TRITON_KERNEL_OVERRIDE or TRITON_KERNEL_DUMP is set (a developer's local tools)"
+    if knobs.runtime.add_stages_inspection_hook is not None:
+        return "a stages inspection hook (a plugin) is installed in this process"
+    if target is None:
+        target = driver.active.get_current_target()
+    backend = make_backend(target)
+    parsed = backend.parse_options(dict(options or dict(), **src.parse_options()))
+    env_vars = get_cache_invalidating_env_vars() if env_vars is None else env_vars
+    # Such a variable changes what the daemon's stages would do; those that
+    # only set an option's default reach it as that option, sent below.
+    acting = sorted(name for name in env_vars if name not in _OPTION_DEFAULT_ENV_VARS)
+    if acting:
+        return "Triton's cache-invalidating environment variables are set (%s)" % ", ".join(acting)
+    key = get_cache_key(src, backend, parsed, env_vars=env_vars)
+    key_hash = hashlib.sha256(key.encode("utf-8")).hexdigest()
+    file_name = src.name[:150]
+    metadata_filename = file_name + ".json"
+    manager = get_cache_manager(key_hash)
+    fetch = getattr(manager, "fetch_group", None)
+    if fetch is None:
+        return "Triton's cache manager is not kjit's (TRITON_CACHE_MANAGER=%s)" % type(manager).__name__
+    if fetch(metadata_filename) is not None:
+        _count("remote")  # in this process's directory or in kjitd already
+        return None
+
+    from kjit import triton as kjit_triton  # noqa: PLC0415
+    client = kjit_triton._shared_client()
+    if client is None:
+        return "kjitd cannot be reached"
+    build, why = _daemon_build(client)
+    if build is None:
+        return why
+    backend_name = "hip" if target.backend == "hip" else "cuda"
+    target_text = "hip:%s" % target.arch if backend_name == "hip" else "cuda:%d" % target.arch
+    accepted = set()
+    for option in build.options:
+        scope, _, rest = option.partition(".")
+        if scope == backend_name:
+            accepted.add(rest.split(":")[0].strip())
+    # An option is sent when it differs from the options class's own default
+    # or from this process's default (an environment variable may set that):
+    # the daemon's worker, with no TRITON_* in its environment, then parses
+    # the same options. One it does not take must be this process's default.
+    defaults = backend.parse_options({})
+    sent = {}
+    for field in dataclasses.fields(parsed):
+        value = getattr(parsed, field.name)
+        default = getattr(defaults, field.name)
+        if field.name in accepted and isinstance(value, (bool, int, float, str)):
+            if value != default or field.default is dataclasses.MISSING or value != field.default:
+                sent[field.name] = value
+        elif value != default:
+            return "option %s=%r is not one kjitd takes" % (field.name, value)
+
+    # The front end: what compile() does up to the end of its first stage.
+    metadata = {"hash": key_hash, "target": target, **parsed.__dict__, **env_vars}
+    metadata["triton_version"] = _triton_version()
+    first_keys = list(metadata)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    stages = dict()
+    backend.add_stages(stages, parsed, src.language)
+    module = src.make_ir(target, parsed, backend.get_codegen_implementation(parsed), backend.get_module_map(), context)
+    source_text = str(module)
+    first_stage = src.ext
+    front_end = str(stages[first_stage](module, metadata))
+
+    from kjit._errors import KjitError  # noqa: PLC0415
+    try:
+        result = client.compile(front_end, target=target_text, kind="triton", name=file_name + "." + first_stage,
+                                triton_options=sent, triton_build=build.name, timeout=_compile_timeout())
+    except KjitError as error:
+        return "kjitd did not compile it: %s" % (str(error).splitlines()[0] if str(error) else type(error).__name__)
+    theirs = result.triton_metadata
+    for name in parsed.__dict__:
+        if name in _PATH_OPTIONS:
+            continue
+        if _as_json(getattr(parsed, name)) != theirs.get(name):
+            return "kjitd compiled it with %s=%r, not %r" % (name, theirs.get(name), getattr(parsed, name))
+    # This process's key and option values first, in compile()'s order; then
+    # what the daemon's later stages wrote.
+    merged = {k: v for k, v in metadata.items()}
+    for name, value in theirs.items():
+        if name not in first_keys:
+            merged[name] = value
+    # Put in the order compile() puts them: the source, each stage's output, the metadata.
+    binary_ext = "hsaco" if target.backend == "hip" else "cubin"
+    files = dict(result.triton_files)
+    files[first_stage] = front_end
+    files[binary_ext] = result.artifact
+    group = {file_name + ".source": manager.put(source_text, file_name + ".source")}
+    for ext in list(stages)[list(stages).index(first_stage):]:
+        if ext in files:
+            group[file_name + "." + ext] = manager.put(files[ext], file_name + "." + ext)
+    group[metadata_filename] = manager.put(json.dumps(merged, default=vars), metadata_filename, binary=False)
+    manager.put_group(metadata_filename, group)
+    _count("remote")
+    return None
+
+
+def _as_json(value):
+    return json.loads(json.dumps(value, default=vars))
+
+
+def _compile_timeout() -> float:
+    try:
+        return float(os.environ.get("KJIT_TRITON_COMPILE_TIMEOUT", "600"))
+    except ValueError:
+        return 600.0
+
+
+def _triton_version() -> str:
+    import triton  # noqa: PLC0415
+    return triton.__version__
+
+
+def _daemon_build(client):
+    """The daemon's build that is this process's build, else why none is."""
+    global _builds
+    mine = _this_build()
+    if mine is None:
+        return None, "this process's Triton has no distribution kjit can name"
+    name, digest = mine
+    now = time.monotonic()
+    with _lock:
+        cached = _builds
+    if cached is None or now - cached[0] > _BUILDS_TTL:
+        from kjit._errors import KjitError  # noqa: PLC0415
+        try:
+            listed = {b.name: b for b in client.triton_builds() if not b.error}
+        except KjitError as error:
+            return None, "kjitd did not list its Triton builds: %s" % str(error).splitlines()[0]
+        with _lock:
+            _builds = (now, listed)
+        cached = (now, listed)
+    build = cached[1].get(name)
+    if build is None:
+        return None, "kjitd has no build %s (it has %s)" % (name, ", ".join(sorted(cached[1])) or "none")
+    if build.libtriton_sha256 != digest:
+        return None, "kjitd's %s is another build than this process's (libtriton.so differs)" % name
+    return build, None
+
+
+_this = None
+
+
+def _this_build():
+    """("triton-3.9.0", libtriton.so's SHA-256) of this process's Triton."""
+    global _this
+    if _this is not None:
+        return _this
+    import triton  # noqa: PLC0415
+    from importlib import metadata  # noqa: PLC0415
+    distribution = None
+    try:
+        candidates = metadata.packages_distributions().get("triton", [])
+    except Exception:  # noqa: BLE001  (a broken environment: no remote compile)
+        candidates = []
+    for name in candidates:
+        try:
+            if metadata.version(name) == triton.__version__:
+                distribution = name
+                break
+        except metadata.PackageNotFoundError:
+            continue
+    if distribution is None:
+        return None
+    library = os.path.join(os.path.dirname(triton.__file__), "_C", "libtriton.so")
+    digest = _file_digest(library)
+    if digest is None:
+        return None
+    _this = ("%s-%s" % (distribution, triton.__version__), digest)
+    return _this
+
+
+def _file_digest(path: str) -> Optional[str]:
+    """The file's SHA-256, remembered across processes under the user's
+    cache directory by path, size and modification time: libtriton.so is
+    hundreds of megabytes, hashed once per install rather than per process."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    memo = os.path.join(base, "kjit", "triton-digests.json")
+    stamp = "%s:%d:%d" % (path, stat.st_size, stat.st_mtime_ns)
+    try:
+        with open(memo, encoding="utf-8") as f:
+            known = json.load(f)
+        if isinstance(known, dict) and isinstance(known.get(stamp), str):
+            return known[stamp]
+    except (OSError, ValueError):
+        known = {}
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    value = digest.hexdigest()
+    try:
+        os.makedirs(os.path.dirname(memo), exist_ok=True)
+        known = known if isinstance(known, dict) else {}
+        known[stamp] = value
+        temp = "%s.%d" % (memo, os.getpid())
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(known, f)
+        os.replace(temp, memo)
+    except OSError:
+        pass
+    return value

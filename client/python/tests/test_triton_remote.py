@@ -1,0 +1,118 @@
+"""Remote compile for Triton (KJIT_TRITON=compile, kjit.triton.install(compile=True))
+with the real triton package and a real kjitd, whose default Triton build is
+the same Triton (scripts/install-deps.sh's .deps/triton-builds/triton-3.9.0):
+the process runs its front end and kjitd the rest, and what lands in
+Triton's cache directory is what a local compile writes, byte for byte,
+under the same key. No GPU needed: triton.compile for an explicit target
+stops at the binary."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import unique
+from test_triton import run_child
+
+triton = pytest.importorskip("triton", reason="the triton package is not installed (client/python/run-tests.sh "
+                                               "installs it; pip install triton)")
+import kjit  # noqa: E402
+
+
+def files_of(cache_dir: Path) -> dict:
+    """Every file of Triton's cache directory by key directory and name; the
+    group files' paths made relative, since they name the directory."""
+    out = {}
+    for path in cache_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.name.startswith("__grp__"):
+                data = data.replace(str(cache_dir).encode(), b"CACHE")
+            out["%s/%s" % (path.parent.name, path.name)] = data
+    return out
+
+
+@pytest.fixture
+def remote_env(daemon):
+    builds = kjit.Client(daemon.socket).triton_builds()
+    mine = "triton-" + triton.__version__
+    if mine not in [b.name for b in builds]:
+        if os.environ.get("CI"):
+            pytest.fail("kjitd has no %s (it has %s): CI installs it" % (mine, [b.name for b in builds]))
+        pytest.skip("kjitd has no Triton build %s (scripts/install-deps.sh installs it)" % mine)
+    os.environ.pop("KJIT_ADDRESS", None)
+    # A namespace of the test's own: the first process finds nothing in kjitd's blobs.
+    return {"KJIT_SOCKET": daemon.socket, "KJIT_TRITON": "compile", "KJIT_TRITON_NAMESPACE": unique("triton")}
+
+
+@pytest.mark.parametrize("target", ["cuda:90", "hip:gfx942"])
+def test_remote_compile_writes_what_a_local_compile_writes(daemon, remote_env, tmp_path, target, capsys):
+    env = {"KJIT_CHILD_TARGET": target, "KJIT_CHILD_OPTIONS": json.dumps({"num_warps": 8})}
+    with kjit.Client(daemon.socket) as client:
+        compiles_before = client.stats().compiles
+        remote = run_child(tmp_path, "remote", tmp_path / "remote", dict(remote_env, **env))
+        compiles_after = client.stats().compiles
+    local = run_child(tmp_path, "local", tmp_path / "local", env)
+
+    assert remote["remote"] == {"remote": 3}, remote["remote"]
+    # The process assembled nothing; the daemon compiled the three kernels.
+    assert remote["assembles"] == []
+    assert compiles_after - compiles_before == 3
+    # The same keys, and every file the same bytes: binary, metadata, IR.
+    assert remote["hashes"] == local["hashes"]
+    assert remote["cubins"] == local["cubins"]
+    mine, theirs = files_of(tmp_path / "remote"), files_of(tmp_path / "local")
+    assert sorted(mine) == sorted(theirs)
+    assert len(mine) == 3 * 8  # per kernel: source, ttir, ttgir, llir, ptx/amdgcn, binary, json, group
+    for name in theirs:
+        assert mine[name] == theirs[name], name
+    with capsys.disabled():
+        print("\n%s, 3 kernels: local %.2f s (CPU %.2f s), through kjitd %.2f s (CPU %.2f s)" % (
+            target, local["seconds"], local["cpu_seconds"], remote["seconds"], remote["cpu_seconds"]))
+
+
+def test_a_second_process_gets_every_kernel_and_the_daemon_compiles_nothing(daemon, remote_env, tmp_path):
+    run_child(tmp_path, "first", tmp_path / "first", remote_env)
+    with kjit.Client(daemon.socket) as client:
+        before = client.stats().compiles
+        second = run_child(tmp_path, "second", tmp_path / "second", remote_env)
+        assert client.stats().compiles == before
+    assert second["remote"] == {"remote": 3}
+    assert second["assembles"] == []
+    assert files_of(tmp_path / "second").keys() == files_of(tmp_path / "first").keys()
+
+
+def test_install_from_code_is_the_same_as_the_environment(daemon, remote_env, tmp_path):
+    env = dict(remote_env, KJIT_CHILD_INSTALL="1")
+    del env["KJIT_TRITON"]
+    result = run_child(tmp_path, "installed", tmp_path / "installed", env)
+    assert result["remote"] == {"remote": 3}
+    assert result["assembles"] == []
+
+
+def test_without_a_daemon_every_kernel_compiles_locally_and_says_why(tmp_path):
+    env = {"KJIT_SOCKET": str(tmp_path / "nobody.sock"), "KJIT_TRITON": "compile", "KJIT_TRITON_TIMEOUT": "2"}
+    result = run_child(tmp_path, "alone", tmp_path / "alone", env)
+    local = run_child(tmp_path, "local", tmp_path / "local", {})
+    assert result["remote"]["local"] == 3
+    assert result["remote"]["local: kjitd cannot be reached"] == 3
+    assert result["hashes"] == local["hashes"]
+    assert len(result["assembles"]) >= 3
+
+
+def test_an_option_kjitd_does_not_take_compiles_locally(daemon, remote_env, tmp_path):
+    # A CUDA option kjitd does not let a request set: the process compiles it.
+    env = dict(remote_env, KJIT_CHILD_OPTIONS=json.dumps({"ptx_options": "--warn-on-spills"}))
+    result = run_child(tmp_path, "option", tmp_path / "option", env)
+    assert result["remote"]["local"] == 3
+    assert result["remote"]["local: option ptx_options='--warn-on-spills' is not one kjitd takes"] == 3
+    assert len(result["assembles"]) >= 3
+
+
+def test_the_cache_manager_alone_stays_the_cache_only_mode(daemon, tmp_path):
+    env = {"KJIT_SOCKET": daemon.socket, "TRITON_CACHE_MANAGER": "kjit.triton:KjitCacheManager",
+           "KJIT_TRITON_NAMESPACE": unique("triton")}
+    result = run_child(tmp_path, "cache-only", tmp_path / "cache-only", env)
+    assert result["remote"] is None  # remote compile never loaded
+    assert len(result["assembles"]) >= 3
