@@ -217,6 +217,10 @@ grpc::ServerUnaryReactor* CompilerService::ListToolkits(grpc::CallbackServerCont
                                                         v1::ListToolkitsResponse* response) {
   return gate_->serve_now(context, "ListToolkits", [&](const Caller&) {
     describe_toolkits(compiler_->pipeline().toolkits(), *response);
+    for (v1::TritonBuild& build : *response->mutable_triton())
+      for (const char* backend : {"cuda", "hip"})
+        if (std::string digest = compiler_->pipeline().triton_stages_digest(backend); !digest.empty())
+          (*build.mutable_stages_digest())[backend] = digest;
     return grpc::Status::OK;
   });
 }

@@ -8,6 +8,7 @@
 #include "metadata/cubin_reader.h"
 #include "metadata/hsaco_reader.h"
 #include "pipeline/amd_passes.h"
+#include "pipeline/cache_key.h"
 #include "pipeline/triton_pipeline.h"
 #include "pipeline/builtin_passes.h"
 #include "pipeline/compile_key.h"
@@ -136,6 +137,12 @@ const std::vector<PipelineEdit>& CompilePipeline::triton_edits(const std::string
   static const std::vector<PipelineEdit> none;
   auto it = triton_edits_.find(pipeline);
   return it == triton_edits_.end() ? none : it->second;
+}
+
+std::string CompilePipeline::triton_stages_digest(const std::string& backend) const {
+  const std::vector<PipelineEdit>& edits = triton_edits(backend == "hip" ? "triton-amd" : "triton-nvidia");
+  if (edits.empty() && triton_plugins_json_.empty()) return {};
+  return sha256_hex((edits.empty() ? std::string() : triton_edits_json(edits)) + "\n" + triton_plugins_json_);
 }
 
 const CudaToolkit& CompilePipeline::toolkit_for(const Target& target) const {

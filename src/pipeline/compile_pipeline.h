@@ -74,6 +74,12 @@ class CompilePipeline {
   const std::vector<PipelineEdit>& triton_edits(const std::string& pipeline) const;
   const std::string& triton_plugins_json() const { return triton_plugins_json_; }
   const std::vector<std::string>& triton_plugin_paths() const { return triton_plugin_paths_; }
+  // What the daemon changes in Triton's stages for a backend's pipeline
+  // (triton-nvidia for "cuda", triton-amd for "hip"): the SHA-256 of its
+  // edits and its plugins' digests, "" when it changes nothing. A Triton
+  // process compiling through kjitd adds it to Triton's key, as Triton adds
+  // a stages hook's key, so the kernels a plugin changed never meet the others.
+  std::string triton_stages_digest(const std::string& backend) const;
 
  private:
   // The name a request's pipeline resolves to: its own, or the default.

@@ -33,8 +33,15 @@ def files_of(cache_dir: Path) -> dict:
     return out
 
 
+@pytest.fixture(scope="module")
+def xdg_cache(tmp_path_factory):
+    """The processes' cache directory (the digest of libtriton.so, the daemon's
+    builds): shared by this module's processes, never the user's own."""
+    return str(tmp_path_factory.mktemp("xdg-cache"))
+
+
 @pytest.fixture
-def remote_env(daemon):
+def remote_env(daemon, xdg_cache):
     builds = kjit.Client(daemon.socket).triton_builds()
     mine = "triton-" + triton.__version__
     if mine not in [b.name for b in builds]:
@@ -43,7 +50,8 @@ def remote_env(daemon):
         pytest.skip("kjitd has no Triton build %s (scripts/install-deps.sh installs it)" % mine)
     os.environ.pop("KJIT_ADDRESS", None)
     # A namespace of the test's own: the first process finds nothing in kjitd's blobs.
-    return {"KJIT_SOCKET": daemon.socket, "KJIT_TRITON": "compile", "KJIT_TRITON_NAMESPACE": unique("triton")}
+    return {"KJIT_SOCKET": daemon.socket, "KJIT_TRITON": "compile", "KJIT_TRITON_NAMESPACE": unique("triton"),
+            "XDG_CACHE_HOME": xdg_cache}
 
 
 @pytest.mark.parametrize("target", ["cuda:90", "hip:gfx942"])
@@ -91,8 +99,9 @@ def test_install_from_code_is_the_same_as_the_environment(daemon, remote_env, tm
     assert result["assembles"] == []
 
 
-def test_without_a_daemon_every_kernel_compiles_locally_and_says_why(tmp_path):
-    env = {"KJIT_SOCKET": str(tmp_path / "nobody.sock"), "KJIT_TRITON": "compile", "KJIT_TRITON_TIMEOUT": "2"}
+def test_without_a_daemon_every_kernel_compiles_locally_and_says_why(tmp_path, xdg_cache):
+    env = {"KJIT_SOCKET": str(tmp_path / "nobody.sock"), "KJIT_TRITON": "compile", "KJIT_TRITON_TIMEOUT": "2",
+           "XDG_CACHE_HOME": xdg_cache}
     result = run_child(tmp_path, "alone", tmp_path / "alone", env)
     local = run_child(tmp_path, "local", tmp_path / "local", {})
     assert result["remote"]["local"] == 3
@@ -116,3 +125,40 @@ def test_the_cache_manager_alone_stays_the_cache_only_mode(daemon, tmp_path):
     result = run_child(tmp_path, "cache-only", tmp_path / "cache-only", env)
     assert result["remote"] is None  # remote compile never loaded
     assert len(result["assembles"]) >= 3
+
+
+def test_a_plugin_configured_on_the_daemon_reaches_every_process_under_its_own_key(tmp_path, xdg_cache):
+    """Triton's test plugin, configured once on the daemon with an edit that
+    runs its pass first in ttgir (it renames the kernel to foo): a process
+    compiling through kjitd gets the renamed kernel, under a key of its own,
+    with nothing installed in the process; a second process gets it from
+    kjitd; without the plugin the keys are Triton's own again."""
+    from conftest import Daemon
+    plugin = Path(triton.__file__).parent / "plugins" / "libTritonPluginsTestLib.so"
+    if not plugin.is_file():
+        pytest.skip("this triton ships no test plugin at %s" % plugin)
+    config = tmp_path / "plugin.toml"
+    config.write_text('[triton]\nplugins = ["%s"]\n\n[[edits]]\npipeline = "triton-nvidia"\nop = "insert-before"\n'
+                      'anchor = "convert-triton-to-tritongpu"\npass = "tritongpu-plugin"\n' % plugin)
+    daemon = Daemon(tmp_path / "d", extra_args=["--config", str(config)])
+    (tmp_path / "d").mkdir()
+    daemon.start()
+    try:
+        env = {"KJIT_SOCKET": daemon.socket, "KJIT_TRITON": "compile", "KJIT_TRITON_NAMESPACE": unique("triton"),
+               "XDG_CACHE_HOME": xdg_cache}
+        first = run_child(tmp_path, "first", tmp_path / "first", env)
+        second = run_child(tmp_path, "second", tmp_path / "second", env)
+    finally:
+        daemon.stop()
+    local = run_child(tmp_path, "local", tmp_path / "local", {})
+    assert first["remote"] == {"remote": 3} and second["remote"] == {"remote": 3}
+    assert first["assembles"] == [] and second["assembles"] == []
+    assert first["hashes"] == second["hashes"]
+    # Every key differs from Triton's own for the same kernel, and so does the binary.
+    for name in local["hashes"]:
+        assert first["hashes"][name] != local["hashes"][name]
+        assert first["cubins"][name] != local["cubins"][name]
+    # The plugin's pass ran: the kernel is named foo in its metadata.
+    names = {json.loads(p.read_text())["name"] for p in (tmp_path / "first").rglob("*.json")
+             if not p.name.startswith("__grp__")}
+    assert names == {"foo"}

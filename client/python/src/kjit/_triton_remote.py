@@ -38,7 +38,7 @@ _lock = threading.Lock()
 _installed = None  # Triton's own compile, once the wrapper is in its place
 _counts: Dict[str, int] = {}
 _reasons_logged = set()
-_builds = None  # (checked at, {name: kjit.TritonBuild}) from the daemon
+_builds = None  # (asked at, {name: build}) from the daemon: _daemon_builds
 _BUILDS_TTL = 60.0
 # The options Triton's metadata holds as paths of this process's install:
 # equal in content when the builds are the same (their digests are checked).
@@ -88,18 +88,59 @@ def install() -> None:
 
 def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Triton's name)
     original = _installed
+    stages_digest = ""
     try:
-        reason = _remote_compile(src, target, options, _env_vars)
+        reason, stages_digest = _remote_compile(src, target, options, _env_vars)
     except Exception as error:  # a bug here must never cost the user a kernel
         reason = "kjit's remote compile failed: %s: %s" % (type(error).__name__, error)
     if reason is not None:
         _local(reason)
-    return original(src, target=target, options=options, _env_vars=_env_vars)
+        return original(src, target=target, options=options, _env_vars=_env_vars)
+    if not stages_digest:
+        return original(src, target=target, options=options, _env_vars=_env_vars)
+    return _with_stages_key(stages_digest, lambda: original(src, target=target, options=options,
+                                                            _env_vars=_env_vars))
 
 
-def _remote_compile(src, target, options, env_vars) -> Optional[str]:
+_thread = threading.local()  # .digest: the daemon's stages digest for this thread's compile()
+
+
+def _stages_hook(*args, **kwargs):
+    """Triton's stages hook, installed once the daemon changes Triton's
+    stages: for a compile() that remote compile served it adds the daemon's
+    stages digest to the key, as the remote compile did, so compile() finds
+    the kernel it stored; for any other it changes nothing. Triton calls it
+    with its stages only on a miss, which for a served kernel would compile
+    here without the daemon's changes under their key: refused."""
+    digest = getattr(_thread, "digest", "")
+    if not args and not kwargs:
+        return ("kjit-stages-" + digest, digest) if digest else ("", "")
+    if digest:
+        raise RuntimeError("kjit: the kernel kjitd compiled with its Triton edits or plugins is not in Triton's "
+                           "cache directory any more; compile again")
+    return None
+
+
+def _with_stages_key(digest: str, call):
+    from triton import knobs  # noqa: PLC0415
+    if knobs.runtime.add_stages_inspection_hook is not _stages_hook:
+        knobs.runtime.add_stages_inspection_hook = _stages_hook
+    _thread.digest = digest
+    try:
+        return call()
+    finally:
+        _thread.digest = ""
+
+
+def _remote_compile(src, target, options, env_vars):
     """Leaves the kernel in Triton's cache directory, compiled by kjitd or
-    found there or in kjitd; None when it did, else why it did not."""
+    found there or in kjitd: (None, the daemon's stages digest for its key)
+    when it did, else (why it did not, "")."""
+    reason, digest = _remote_compile_steps(src, target, options, env_vars)
+    return reason, (digest if reason is None else "")
+
+
+def _remote_compile_steps(src, target, options, env_vars):
     from triton import knobs  # noqa: PLC0415
     from triton.compiler.compiler import ASTSource, make_backend  # noqa: PLC0415
     from triton._C.libtriton import get_cache_invalidating_env_vars, ir  # noqa: PLC0415
@@ -107,13 +148,13 @@ def _remote_compile(src, target, options, env_vars) -> Optional[str]:
     from triton.runtime.driver import driver  # noqa: PLC0415
 
     if not isinstance(src, ASTSource):
-        return "the source is an IR file, not a Python kernel"
+        return "the source is an IR file, not a Python kernel", ""
     if knobs.compilation.always_compile:
-        return "TRITON_ALWAYS_COMPILE is set"
+        return "TRITON_ALWAYS_COMPILE is set", ""
     if knobs.compilation.override or knobs.compilation.dump_ir:
-        return "TRITON_KERNEL_OVERRIDE or TRITON_KERNEL_DUMP is set (a developer's local tools)"
-    if knobs.runtime.add_stages_inspection_hook is not None:
-        return "a stages inspection hook (a plugin) is installed in this process"
+        return "TRITON_KERNEL_OVERRIDE or TRITON_KERNEL_DUMP is set (a developer's local tools)", ""
+    if knobs.runtime.add_stages_inspection_hook not in (None, _stages_hook):
+        return "a stages inspection hook (a plugin) is installed in this process", ""
     if target is None:
         target = driver.active.get_current_target()
     backend = make_backend(target)
@@ -123,30 +164,36 @@ def _remote_compile(src, target, options, env_vars) -> Optional[str]:
     # only set an option's default reach it as that option, sent below.
     acting = sorted(name for name in env_vars if name not in _OPTION_DEFAULT_ENV_VARS)
     if acting:
-        return "Triton's cache-invalidating environment variables are set (%s)" % ", ".join(acting)
+        return "Triton's cache-invalidating environment variables are set (%s)" % ", ".join(acting), ""
+    build, why = _daemon_build()
+    if build is None:
+        return why, ""
+    backend_name = "hip" if target.backend == "hip" else "cuda"
     key = get_cache_key(src, backend, parsed, env_vars=env_vars)
+    # The daemon's edits and plugins change Triton's stages: their digest is
+    # in the key as a stages hook's key would be, so a kernel they changed is
+    # never another's hit, and taking them out gives the original key back.
+    stages_digest = build["stages_digest"].get(backend_name, "")
+    if stages_digest:
+        key += "kjit-stages-" + stages_digest
     key_hash = hashlib.sha256(key.encode("utf-8")).hexdigest()
     file_name = src.name[:150]
     metadata_filename = file_name + ".json"
     manager = get_cache_manager(key_hash)
     fetch = getattr(manager, "fetch_group", None)
     if fetch is None:
-        return "Triton's cache manager is not kjit's (TRITON_CACHE_MANAGER=%s)" % type(manager).__name__
+        return "Triton's cache manager is not kjit's (TRITON_CACHE_MANAGER=%s)" % type(manager).__name__, ""
     if fetch(metadata_filename) is not None:
         _count("remote")  # in this process's directory or in kjitd already
-        return None
+        return None, stages_digest
 
     from kjit import triton as kjit_triton  # noqa: PLC0415
     client = kjit_triton._shared_client()
     if client is None:
-        return "kjitd cannot be reached"
-    build, why = _daemon_build(client)
-    if build is None:
-        return why
-    backend_name = "hip" if target.backend == "hip" else "cuda"
+        return "kjitd cannot be reached", ""
     target_text = "hip:%s" % target.arch if backend_name == "hip" else "cuda:%d" % target.arch
     accepted = set()
-    for option in build.options:
+    for option in build["options"]:
         scope, _, rest = option.partition(".")
         if scope == backend_name:
             accepted.add(rest.split(":")[0].strip())
@@ -163,7 +210,7 @@ def _remote_compile(src, target, options, env_vars) -> Optional[str]:
             if value != default or field.default is dataclasses.MISSING or value != field.default:
                 sent[field.name] = value
         elif value != default:
-            return "option %s=%r is not one kjitd takes" % (field.name, value)
+            return "option %s=%r is not one kjitd takes" % (field.name, value), ""
 
     # The front end: what compile() does up to the end of its first stage.
     metadata = {"hash": key_hash, "target": target, **parsed.__dict__, **env_vars}
@@ -182,15 +229,15 @@ def _remote_compile(src, target, options, env_vars) -> Optional[str]:
     from kjit._errors import KjitError  # noqa: PLC0415
     try:
         result = client.compile(front_end, target=target_text, kind="triton", name=file_name + "." + first_stage,
-                                triton_options=sent, triton_build=build.name, timeout=_compile_timeout())
+                                triton_options=sent, triton_build=build["name"], timeout=_compile_timeout())
     except KjitError as error:
-        return "kjitd did not compile it: %s" % (str(error).splitlines()[0] if str(error) else type(error).__name__)
+        return "kjitd did not compile it: %s" % (str(error).splitlines()[0] if str(error) else type(error).__name__), ""
     theirs = result.triton_metadata
     for name in parsed.__dict__:
         if name in _PATH_OPTIONS:
             continue
         if _as_json(getattr(parsed, name)) != theirs.get(name):
-            return "kjitd compiled it with %s=%r, not %r" % (name, theirs.get(name), getattr(parsed, name))
+            return "kjitd compiled it with %s=%r, not %r" % (name, theirs.get(name), getattr(parsed, name)), ""
     # This process's key and option values first, in compile()'s order; then
     # what the daemon's later stages wrote.
     merged = {k: v for k, v in metadata.items()}
@@ -209,7 +256,7 @@ def _remote_compile(src, target, options, env_vars) -> Optional[str]:
     group[metadata_filename] = manager.put(json.dumps(merged, default=vars), metadata_filename, binary=False)
     manager.put_group(metadata_filename, group)
     _count("remote")
-    return None
+    return None, stages_digest
 
 
 def _as_json(value):
@@ -228,31 +275,80 @@ def _triton_version() -> str:
     return triton.__version__
 
 
-def _daemon_build(client):
-    """The daemon's build that is this process's build, else why none is."""
-    global _builds
+def _daemon_build():
+    """The daemon's build that is this process's build (a dict: name,
+    libtriton_sha256, options, stages_digest), else None and why."""
     mine = _this_build()
     if mine is None:
         return None, "this process's Triton has no distribution kjit can name"
     name, digest = mine
-    now = time.monotonic()
-    with _lock:
-        cached = _builds
-    if cached is None or now - cached[0] > _BUILDS_TTL:
-        from kjit._errors import KjitError  # noqa: PLC0415
-        try:
-            listed = {b.name: b for b in client.triton_builds() if not b.error}
-        except KjitError as error:
-            return None, "kjitd did not list its Triton builds: %s" % str(error).splitlines()[0]
-        with _lock:
-            _builds = (now, listed)
-        cached = (now, listed)
-    build = cached[1].get(name)
+    builds, why = _daemon_builds()
+    if builds is None:
+        return None, why
+    build = builds.get(name)
     if build is None:
-        return None, "kjitd has no build %s (it has %s)" % (name, ", ".join(sorted(cached[1])) or "none")
-    if build.libtriton_sha256 != digest:
+        return None, "kjitd has no build %s (it has %s)" % (name, ", ".join(sorted(builds)) or "none")
+    if build["libtriton_sha256"] != digest:
         return None, "kjitd's %s is another build than this process's (libtriton.so differs)" % name
     return build, None
+
+
+def _daemon_builds():
+    """The daemon's Triton builds by name, asked at most every _BUILDS_TTL
+    seconds: kept in the process and, for the processes that follow it, in a
+    file under the user's cache directory (a process whose kernels are all
+    in kjitd then reads them directly, without loading gRPC to ask)."""
+    global _builds
+    now = time.time()
+    with _lock:
+        cached = _builds
+    if cached is not None and now - cached[0] < _BUILDS_TTL:
+        return cached[1], None
+    from kjit._address import default_address  # noqa: PLC0415
+    address = default_address()
+    memo = os.path.join(_cache_home(), "kjit", "triton-builds-%s.json" %
+                        hashlib.sha256(address.encode("utf-8")).hexdigest()[:16])
+    try:
+        with open(memo, encoding="utf-8") as f:
+            saved = json.load(f)
+        if 0 <= now - float(saved["at"]) < _BUILDS_TTL and isinstance(saved["builds"], dict):
+            with _lock:
+                _builds = (float(saved["at"]), saved["builds"])
+            return saved["builds"], None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from kjit import triton as kjit_triton  # noqa: PLC0415
+    client = kjit_triton._shared_client()
+    if client is None:
+        return None, "kjitd cannot be reached"
+    from kjit._errors import KjitError  # noqa: PLC0415
+    try:
+        listed = client.triton_builds()
+    except KjitError as error:
+        kjit_triton._failed(error)
+        return None, "kjitd cannot be reached"
+    builds = {b.name: {"name": b.name, "libtriton_sha256": b.libtriton_sha256, "options": list(b.options),
+                       "stages_digest": dict(b.stages_digest)} for b in listed if not b.error}
+    with _lock:
+        _builds = (now, builds)
+    _write_json(memo, {"at": now, "builds": builds})
+    return builds, None
+
+
+def _cache_home() -> str:
+    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
+def _write_json(path: str, value) -> None:
+    """Atomically; a directory that cannot be written only costs the next process an RPC."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temp = "%s.%d" % (path, os.getpid())
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(value, f)
+        os.replace(temp, path)
+    except OSError:
+        pass
 
 
 _this = None
@@ -295,8 +391,7 @@ def _file_digest(path: str) -> Optional[str]:
         stat = os.stat(path)
     except OSError:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    memo = os.path.join(base, "kjit", "triton-digests.json")
+    memo = os.path.join(_cache_home(), "kjit", "triton-digests.json")
     stamp = "%s:%d:%d" % (path, stat.st_size, stat.st_mtime_ns)
     try:
         with open(memo, encoding="utf-8") as f:
@@ -313,14 +408,7 @@ def _file_digest(path: str) -> Optional[str]:
     except OSError:
         return None
     value = digest.hexdigest()
-    try:
-        os.makedirs(os.path.dirname(memo), exist_ok=True)
-        known = known if isinstance(known, dict) else {}
-        known[stamp] = value
-        temp = "%s.%d" % (memo, os.getpid())
-        with open(temp, "w", encoding="utf-8") as f:
-            json.dump(known, f)
-        os.replace(temp, memo)
-    except OSError:
-        pass
+    known = known if isinstance(known, dict) else {}
+    known[stamp] = value
+    _write_json(memo, known)
     return value

@@ -209,8 +209,11 @@ class TritonBuild:
     libtriton_sha256: str = ""
     tlx: bool = False
     is_default: bool = False
-    options: List[str] = _strings()  # "num_warps: int", the options a request may set
+    options: List[str] = _strings()  # "cuda.num_warps: int", the options a request may set
     error: str = ""
+    # "cuda", "hip" -> the SHA-256 of what the daemon changes in Triton's stages
+    # (its edits and plugins); absent when nothing.
+    stages_digest: Dict[str, str] = _map()
     _proto: ClassVar[str] = "kjit.v1.TritonBuild"
 
 
