@@ -162,3 +162,40 @@ def test_a_plugin_configured_on_the_daemon_reaches_every_process_under_its_own_k
     names = {json.loads(p.read_text())["name"] for p in (tmp_path / "first").rglob("*.json")
              if not p.name.startswith("__grp__")}
     assert names == {"foo"}
+
+
+def test_processes_started_together_compile_each_kernel_once(daemon, remote_env, tmp_path):
+    from test_triton import finish_child, start_child
+    # Options no other test compiles with: kernels new to the daemon.
+    remote_env = dict(remote_env, KJIT_CHILD_OPTIONS=json.dumps({"num_warps": 2}))
+    with kjit.Client(daemon.socket) as client:
+        before = client.stats().compiles
+        started = [start_child(tmp_path, "p%d" % i, tmp_path / ("p%d" % i), remote_env) for i in range(4)]
+        results = [finish_child(s) for s in started]
+        assert client.stats().compiles - before == 3
+    for result in results:
+        assert result["remote"] == {"remote": 3}
+        assert result["assembles"] == []
+        assert result["hashes"] == results[0]["hashes"]
+
+
+def test_a_new_gpu_type_finds_the_kernels_built_ahead_after_kjit_warm(daemon, remote_env, tmp_path):
+    """Recorded on sm_90 by a process's remote compiles, built for sm_107 by
+    `kjit warm --target cuda:107`: a process on sm_107 runs its front end only."""
+    import subprocess
+    from conftest import KJITD
+    remote_env = dict(remote_env, KJIT_CHILD_OPTIONS=json.dumps({"num_warps": 1}))  # kernels new to the daemon
+    run_child(tmp_path, "sm90", tmp_path / "sm90", remote_env)
+    kjit_cli = KJITD.parent / "kjit"  # the CLI built beside the daemon
+    if not os.access(kjit_cli, os.X_OK):
+        pytest.fail("no kjit at %s: build it (make build)" % kjit_cli, pytrace=False)
+    warm = subprocess.run([str(kjit_cli), "-s", daemon.socket, "warm", "--target", "cuda:107", "--json"],
+                          capture_output=True, text=True, timeout=900)
+    assert warm.returncode == 0, warm.stderr
+    assert json.loads(warm.stdout)["compiled"] >= 3
+    with kjit.Client(daemon.socket) as client:
+        before = client.stats().compiles
+        on_107 = run_child(tmp_path, "sm107", tmp_path / "sm107", dict(remote_env, KJIT_CHILD_TARGET="cuda:107"))
+        assert client.stats().compiles == before
+    assert on_107["remote"] == {"remote": 3}
+    assert on_107["assembles"] == []

@@ -355,51 +355,60 @@ _this = None
 
 
 def _this_build():
-    """("triton-3.9.0", libtriton.so's SHA-256) of this process's Triton."""
+    """("triton-3.9.0", libtriton.so's SHA-256) of this process's Triton:
+    worked out once per install (naming the distribution reads every
+    installed package's metadata; libtriton.so is hundreds of megabytes)
+    and remembered under the user's cache directory by the library's path,
+    size and modification time."""
     global _this
     if _this is not None:
         return _this
     import triton  # noqa: PLC0415
-    from importlib import metadata  # noqa: PLC0415
-    distribution = None
-    try:
-        candidates = metadata.packages_distributions().get("triton", [])
-    except Exception:  # noqa: BLE001  (a broken environment: no remote compile)
-        candidates = []
-    for name in candidates:
-        try:
-            if metadata.version(name) == triton.__version__:
-                distribution = name
-                break
-        except metadata.PackageNotFoundError:
-            continue
-    if distribution is None:
-        return None
     library = os.path.join(os.path.dirname(triton.__file__), "_C", "libtriton.so")
-    digest = _file_digest(library)
-    if digest is None:
-        return None
-    _this = ("%s-%s" % (distribution, triton.__version__), digest)
-    return _this
-
-
-def _file_digest(path: str) -> Optional[str]:
-    """The file's SHA-256, remembered across processes under the user's
-    cache directory by path, size and modification time: libtriton.so is
-    hundreds of megabytes, hashed once per install rather than per process."""
     try:
-        stat = os.stat(path)
+        stat = os.stat(library)
     except OSError:
         return None
-    memo = os.path.join(_cache_home(), "kjit", "triton-digests.json")
-    stamp = "%s:%d:%d" % (path, stat.st_size, stat.st_mtime_ns)
+    memo = os.path.join(_cache_home(), "kjit", "triton-builds-here.json")
+    stamp = "%s:%d:%d:%s" % (library, stat.st_size, stat.st_mtime_ns, triton.__version__)
     try:
         with open(memo, encoding="utf-8") as f:
             known = json.load(f)
-        if isinstance(known, dict) and isinstance(known.get(stamp), str):
-            return known[stamp]
+        entry = known.get(stamp) if isinstance(known, dict) else None
+        if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry):
+            _this = tuple(entry)
+            return _this
     except (OSError, ValueError):
         known = {}
+    distribution = _distribution_of(triton.__version__)
+    digest = _file_digest(library)
+    if distribution is None or digest is None:
+        return None
+    _this = ("%s-%s" % (distribution, triton.__version__), digest)
+    known = known if isinstance(known, dict) else {}
+    known[stamp] = list(_this)
+    _write_json(memo, known)
+    return _this
+
+
+def _distribution_of(version: str) -> Optional[str]:
+    """The installed distribution that provides the package `triton` at this
+    version ("triton", "fbtriton", ...)."""
+    from importlib import metadata  # noqa: PLC0415
+    try:
+        candidates = metadata.packages_distributions().get("triton", [])
+    except Exception:  # noqa: BLE001  (a broken environment: no remote compile)
+        return None
+    for name in candidates:
+        try:
+            if metadata.version(name) == version:
+                return name
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _file_digest(path: str) -> Optional[str]:
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as f:
@@ -407,8 +416,4 @@ def _file_digest(path: str) -> Optional[str]:
                 digest.update(chunk)
     except OSError:
         return None
-    value = digest.hexdigest()
-    known = known if isinstance(known, dict) else {}
-    known[stamp] = value
-    _write_json(memo, known)
-    return value
+    return digest.hexdigest()
