@@ -92,7 +92,10 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Tri
     try:
         reason, stages_digest = _remote_compile(src, target, options, _env_vars)
     except Exception as error:  # a bug here must never cost the user a kernel
-        reason = "kjit's remote compile failed: %s: %s" % (type(error).__name__, error)
+        if type(error).__name__ == "CompilationError":
+            # The kernel's own error in the front end: Triton reports it, as always.
+            return original(src, target=target, options=options, _env_vars=_env_vars)
+        reason = "kjit's remote compile failed: %s: %s" % (type(error).__name__, str(error).split("\n")[0])
     if reason is not None:
         _local(reason)
         return original(src, target=target, options=options, _env_vars=_env_vars)
