@@ -219,6 +219,7 @@ void CompileWorkers::prestart_triton() {
       std::lock_guard lock(mutex_);
       if (live_by_class_[triton.index()] > 0) return;
     }
+    const auto began = std::chrono::steady_clock::now();
     Result<Worker> worker = acquire(triton, [this] { return stopping(); }, {}, build->name);
     {
       std::lock_guard lock(mutex_);
@@ -228,7 +229,9 @@ void CompileWorkers::prestart_triton() {
       if (!stopping()) spdlog::warn("{}; Triton workers start with Triton compiles", worker.error().message);
       return;
     }
-    spdlog::info("Triton worker {} ready with {} imported", worker->pid, build->name);
+    spdlog::info("Triton worker {} ready with {} imported and warm, {} ms after the builds were known",
+                 worker->pid, build->name,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
     release(std::move(worker.value()));
   });
 }

@@ -244,6 +244,43 @@ else
 fi
 kill "$other"; wait "$other" 2>/dev/null || true
 other=
+# Tenants: each tenant's Triton kernels live in its own namespace (a miss
+# for the other), counted in its own stats; no token, no compile.
+printf %s alpha-token >"$work/alpha.token"
+printf %s beta-token >"$work/beta.token"
+cat >"$work/tenants.toml" <<TOML
+[[tenants]]
+name = "alpha"
+token_sha256 = "$(printf %s alpha-token | sha256sum | cut -d' ' -f1)"
+
+[[tenants]]
+name = "beta"
+token_sha256 = "$(printf %s beta-token | sha256sum | cut -d' ' -f1)"
+TOML
+"$build/bin/kjitd" --socket "$work/tenants.sock" --cache-dir "$work/tenants-cache" --tenants "$work/tenants.toml" \
+  --socket-requires-token --compile-workers 1 --log-level warn >"$work/tenants.log" 2>&1 &
+other=$!
+for _ in $(seq 600); do "$build/bin/kjit" -s "$work/tenants.sock" health >/dev/null 2>&1 && break; sleep 0.1; done
+as() { local who=$1; shift; "$build/bin/kjit" -s "$work/tenants.sock" --token-file "$work/$who.token" "$@"; }
+as alpha compile "$first" -t cuda:90 -o "$work/alpha.cubin" --json >"$work/alpha1.json" 2>&1 || true
+as alpha compile "$first" -t cuda:90 -o "$work/alpha.cubin" --json >"$work/alpha2.json" 2>&1 || true
+as beta compile "$first" -t cuda:90 -o "$work/beta.cubin" --json >"$work/beta.json" 2>&1 || true
+anonymous=$("$build/bin/kjit" -s "$work/tenants.sock" compile "$first" -t cuda:90 -o "$work/anon.cubin" 2>&1 || true)
+if [[ $(json "$work/alpha1.json" 'd["cache"]') == compiled && $(json "$work/alpha2.json" 'd["cache"]') =~ ^(memory|disk)$ &&
+      $(json "$work/beta.json" 'd["cache"]') == compiled && $anonymous == *nauthenticated* ]] &&
+    cmp -s "$work/alpha.cubin" "$work/beta.cubin"; then
+  ok "tenants: a Triton kernel alpha compiled is alpha's hit and beta's miss (the same cubin); no token, no compile"
+else
+  fail "tenants: alpha $(head -c 200 "$work/alpha1.json") / $(head -c 200 "$work/alpha2.json"); beta $(head -c 200 "$work/beta.json"); $anonymous"
+fi
+as beta cache stats --json >"$work/beta-stats.json"
+if [[ $(json "$work/beta-stats.json" 'd.get("namespace_only")') == True && $(json "$work/beta-stats.json" 'd["compiles"]') == 1 ]]; then
+  ok "tenants: beta's stats count its own Triton compile alone"
+else
+  fail "tenants: beta's stats $(head -c 300 "$work/beta-stats.json")"
+fi
+kill "$other"; wait "$other" 2>/dev/null || true
+other=
 # Sealed with refuse: a Triton hit is served, a Triton miss is refused naming the seal.
 kjit warm --seal --after-warmup refuse >/dev/null
 if kjit compile "$first" -t cuda:90 -o "$work/sealed-hit.cubin" >/dev/null 2>&1 &&
