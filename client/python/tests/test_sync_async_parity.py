@@ -83,6 +83,8 @@ RESPONSES = {
         artifact=b"\x7fELF", target="cuda:90", cache="compiled", key=KEY,
         kernels=[compiler_pb2.KernelInfo(name="k", registers=7)]),
     "compiler.DescribePipeline": compiler_pb2.DescribePipelineResponse(name="ptx", toml="[pipelines.ptx]"),
+    "compiler.ListToolkits": compiler_pb2.ListToolkitsResponse(triton=[compiler_pb2.TritonBuild(
+        name="triton-3.9.0", libtriton_sha256="ab", options=["cuda.num_warps: int"], stages_digest={"cuda": "cd"})]),
     "launcher.PlanLaunch": launch_pb2.PlanLaunchResponse(key=KEY, plan=launch_pb2.LaunchPlan(kernel="k")),
     "cache.Stats": cache_pb2.StatsResponse(compiles=3, lookups=5),
     "cache.Explain": cache_pb2.ExplainResponse(left_key=KEY, right_key="cd" * 32),

@@ -212,8 +212,10 @@ class KjitCacheManager(CacheManager):
         return path
 
     def get_group(self, filename: str) -> Optional[Dict[str, str]]:
-        # Triton's compile calls this; the claim lives while compile's caller waits on it.
-        return self._lookup(filename, sys._getframe(2))
+        # Triton's compile calls this; the claim lives while compile's caller
+        # waits on it (found only on a miss: most lookups hit).
+        caller = sys._getframe(1)
+        return self._lookup(filename, lambda: caller.f_back or caller)
 
     def fetch_group(self, filename: str) -> Optional[Dict[str, str]]:
         """get_group without a claim: what remote compile looks for first."""
@@ -221,8 +223,8 @@ class KjitCacheManager(CacheManager):
 
     def _lookup(self, filename: str, compiling) -> Optional[Dict[str, str]]:
         """The group from the local directory, kjitd's disk tier directly, or
-        kjitd; with `compiling` (the frame the claim lives with), a miss takes
-        the kernel's claim or waits for another process's compile of it."""
+        kjitd; with `compiling` (gives the frame the claim lives with), a miss
+        takes the kernel's claim or waits for another process's compile of it."""
         group = self._local.get_group(filename)
         if group is not None or not self._shares(filename):
             return group
@@ -231,7 +233,7 @@ class KjitCacheManager(CacheManager):
         if members is None:
             if direct is not None:
                 _direct_missed(direct)
-            members = self._claim_or_fetch(filename, compiling) if compiling is not None else \
+            members = self._claim_or_fetch(filename, compiling()) if compiling is not None else \
                 self._remote_group(filename)
         # The names become paths in the local directory: only plain file names.
         if members is None or any(not _is_file_name(name) for name in members):
