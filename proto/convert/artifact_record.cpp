@@ -79,7 +79,11 @@ void to_record(const Artifact& artifact, internal::ArtifactRecord& record) {
   record.set_toolkit(artifact.toolkit);
   record.set_triton_metadata(artifact.triton_metadata);
   record.set_triton_build(artifact.triton_build);
-  record.mutable_triton_files()->insert(artifact.triton_files.begin(), artifact.triton_files.end());
+  for (const auto& [extension, text] : artifact.triton_files) {
+    internal::TritonFile& file = *record.add_triton_files();
+    file.set_extension(extension);
+    file.set_text(text);
+  }
   for (const std::string& note : artifact.notes) record.add_notes(note);
 }
 
@@ -109,7 +113,8 @@ Result<Artifact> from_record(internal::ArtifactRecord&& record) {
   a.toolkit = std::move(*record.mutable_toolkit());
   a.triton_metadata = std::move(*record.mutable_triton_metadata());
   a.triton_build = std::move(*record.mutable_triton_build());
-  for (auto& [extension, text] : *record.mutable_triton_files()) a.triton_files.emplace(extension, std::move(text));
+  for (internal::TritonFile& file : *record.mutable_triton_files())
+    a.triton_files.emplace(std::move(*file.mutable_extension()), std::move(*file.mutable_text()));
   for (std::string& note : *record.mutable_notes()) a.notes.push_back(std::move(note));
   return a;
 }
