@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <string>
 
 #include "server/edge/compile_translation.h"
 #include "server/compile/fatbin_compile.h"
@@ -217,10 +219,13 @@ grpc::ServerUnaryReactor* CompilerService::ListToolkits(grpc::CallbackServerCont
                                                         v1::ListToolkitsResponse* response) {
   return gate_->serve_now(context, "ListToolkits", [&](const Caller&) {
     describe_toolkits(compiler_->pipeline().toolkits(), *response);
+    // The same for every build: the configuration's, not a build's.
+    std::map<std::string, std::string> stages_digest;
+    for (const char* backend : {"cuda", "hip"})
+      if (std::string digest = compiler_->pipeline().triton_stages_digest(backend); !digest.empty())
+        stages_digest[backend] = std::move(digest);
     for (v1::TritonBuild& build : *response->mutable_triton())
-      for (const char* backend : {"cuda", "hip"})
-        if (std::string digest = compiler_->pipeline().triton_stages_digest(backend); !digest.empty())
-          (*build.mutable_stages_digest())[backend] = digest;
+      build.mutable_stages_digest()->insert(stages_digest.begin(), stages_digest.end());
     return grpc::Status::OK;
   });
 }

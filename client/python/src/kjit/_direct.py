@@ -248,14 +248,21 @@ def _is_operator(manifest: dict) -> bool:
     return os.geteuid() in (0, manifest["daemon_uid"])
 
 
-def _grants_directory() -> Optional[str]:
+def user_cache_directory() -> Optional[str]:
+    """kjit's directory in this user's cache ($XDG_CACHE_HOME/kjit, else
+    ~/.cache/kjit); None when neither is an absolute path."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
         home = os.path.expanduser("~")
         if not os.path.isabs(home):
             return None
         base = os.path.join(home, ".cache")
-    return os.path.join(base, "kjit", "direct-read")
+    return os.path.join(base, "kjit")
+
+
+def _grants_directory() -> Optional[str]:
+    directory = user_cache_directory()
+    return os.path.join(directory, "direct-read") if directory is not None else None
 
 
 def _grant_path(names_key_id: str) -> Optional[str]:

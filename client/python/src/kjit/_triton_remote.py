@@ -309,8 +309,7 @@ def _daemon_builds():
         return cached[1], None
     from kjit._address import default_address  # noqa: PLC0415
     address = default_address()
-    memo = os.path.join(_cache_home(), "kjit", "triton-builds-%s.json" %
-                        hashlib.sha256(address.encode("utf-8")).hexdigest()[:16])
+    memo = _memo_path("triton-builds-%s.json" % hashlib.sha256(address.encode("utf-8")).hexdigest()[:16])
     try:
         with open(memo, encoding="utf-8") as f:
             saved = json.load(f)
@@ -338,12 +337,16 @@ def _daemon_builds():
     return builds, None
 
 
-def _cache_home() -> str:
-    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+def _memo_path(name: str) -> Optional[str]:
+    from kjit._direct import user_cache_directory  # noqa: PLC0415
+    directory = user_cache_directory()
+    return os.path.join(directory, name) if directory is not None else None
 
 
-def _write_json(path: str, value) -> None:
+def _write_json(path: Optional[str], value) -> None:
     """Atomically; a directory that cannot be written only costs the next process an RPC."""
+    if path is None:
+        return
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         temp = "%s.%d" % (path, os.getpid())
@@ -372,7 +375,7 @@ def _this_build():
         stat = os.stat(library)
     except OSError:
         return None
-    memo = os.path.join(_cache_home(), "kjit", "triton-builds-here.json")
+    memo = _memo_path("triton-builds-here.json")
     stamp = "%s:%d:%d:%s" % (library, stat.st_size, stat.st_mtime_ns, triton.__version__)
     try:
         with open(memo, encoding="utf-8") as f:
@@ -381,7 +384,7 @@ def _this_build():
         if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry):
             _this = tuple(entry)
             return _this
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError):  # TypeError: no cache directory (memo None)
         known = {}
     distribution = _distribution_of(triton.__version__)
     digest = _file_digest(library)
