@@ -37,13 +37,17 @@ struct Connection {
 
 // The connection options, on the program and on each subcommand, so that
 // they may come before or after it.
-inline void add_connection_options(CLI::App& app, ConnectionFlags& flags) {
-  app.add_option("--socket,-s", flags.socket, "kjitd's unix socket (default: $KJIT_SOCKET, then the daemon's default)");
-  app.add_option("--address", flags.address, "kjitd's TCP HOST:PORT instead of the socket (default: $KJIT_ADDRESS)");
-  app.add_option("--tls-ca", flags.tls_ca, "PEM CA that signed kjitd's certificate: TLS to --address");
-  app.add_option("--tls-cert", flags.tls_cert, "PEM client certificate, for a daemon that asks for one");
-  app.add_option("--tls-key", flags.tls_key, "PEM key of --tls-cert");
-  app.add_option("--token-file", flags.token_file, "file holding the tenant's token (default: $KJIT_TOKEN)");
+// `group` is their heading in --help.
+inline void add_connection_options(CLI::App& app, ConnectionFlags& flags, const std::string& group = "Options") {
+  app.add_option("--socket,-s", flags.socket, "kjitd's unix socket (default: $KJIT_SOCKET, then the daemon's default)")
+      ->group(group);
+  app.add_option("--address", flags.address, "kjitd's TCP HOST:PORT instead of the socket (default: $KJIT_ADDRESS)")
+      ->group(group);
+  app.add_option("--tls-ca", flags.tls_ca, "PEM CA that signed kjitd's certificate: TLS to --address")->group(group);
+  app.add_option("--tls-cert", flags.tls_cert, "PEM client certificate, for a daemon that asks for one")->group(group);
+  app.add_option("--tls-key", flags.tls_key, "PEM key of --tls-cert")->group(group);
+  app.add_option("--token-file", flags.token_file, "file holding the tenant's token (default: $KJIT_TOKEN)")
+      ->group(group);
 }
 
 // The connection the flags and the environment describe; invalid_argument

@@ -9,6 +9,7 @@
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
 #include "client/cli/launch_commands.h"
+#include "client/cli/manual_pages.h"
 #include "client/cli/pipeline_command.h"
 #include "client/cli/recipe_commands.h"
 #include "client/cli/toolkits_command.h"
@@ -38,6 +39,11 @@ void print_status(const kjit::DaemonStatus& s) {
               static_cast<unsigned long long>(s.memory_bytes), static_cast<unsigned long long>(s.cpu_seconds),
               static_cast<unsigned long long>(s.open_files), static_cast<unsigned long long>(s.output_bytes),
               static_cast<unsigned long long>(s.timeout_seconds));
+  if (!s.cache_tiers.empty()) {
+    std::string tiers;
+    for (const std::string& tier : s.cache_tiers) tiers += (tiers.empty() ? "" : " → ") + tier;
+    std::printf("cache: %s\n  %s\n", tiers.c_str(), s.cache_sharing.c_str());
+  }
   if (!s.fleet.targets.empty()) {
     std::string targets;
     for (const std::string& target : s.fleet.targets) targets += (targets.empty() ? "" : ", ") + target;
@@ -76,32 +82,35 @@ int main(int argc, char** argv) {
   CLI::App app{"kjit — client of the kjit JIT kernel compilation daemon"};
   app.require_subcommand(1);
   kjit::cli::ConnectionFlags connection_flags;
-  kjit::cli::add_connection_options(app, connection_flags);
+  const std::string connection_group(kjit::cli::k_connection_group);
+  kjit::cli::add_connection_options(app, connection_flags, connection_group);
 
+  // Added in the order of the manual's pages, which --help groups them by.
   kjit::cli::CompileArgs compile_args;
   CLI::App* compile = kjit::cli::add_compile_command(app, compile_args);
-  CLI::App* health = app.add_subcommand("health", "ask kjitd whether it is serving");
-  bool health_verbose = false;
-  health->add_flag("--verbose,-v", health_verbose, "also how compiles are confined and bounded");
+  kjit::cli::ToolkitsArgs toolkits_args;
+  CLI::App* toolkits = kjit::cli::add_toolkits_command(app, toolkits_args);
   kjit::cli::PipelineShowArgs pipeline_args;
   CLI::App* pipeline_show = nullptr;
   CLI::App* pipeline = kjit::cli::add_pipeline_command(app, pipeline_args, &pipeline_show);
   kjit::cli::CacheArgs cache_args;
   CLI::App* cache = kjit::cli::add_cache_command(app, cache_args);
-  kjit::cli::LaunchArgsCli plan_args, launch_args;
-  CLI::App* plan = kjit::cli::add_plan_command(app, plan_args);
-  CLI::App* launch = kjit::cli::add_launch_command(app, launch_args);
-  kjit::cli::ToolkitsArgs toolkits_args;
-  CLI::App* toolkits = kjit::cli::add_toolkits_command(app, toolkits_args);
-  kjit::cli::AdminArgs admin_args;
-  CLI::App* admin = kjit::cli::add_admin_command(app, admin_args);
   kjit::cli::RecipeArgs recipe_args;
   CLI::App* recipes = kjit::cli::add_recipes_command(app, recipe_args);
   kjit::cli::WarmArgs warm_args;
   CLI::App* warm = kjit::cli::add_warm_command(app, warm_args);
+  kjit::cli::LaunchArgsCli plan_args, launch_args;
+  CLI::App* plan = kjit::cli::add_plan_command(app, plan_args);
+  CLI::App* launch = kjit::cli::add_launch_command(app, launch_args);
+  CLI::App* health = app.add_subcommand("health", "ask kjitd whether it is serving");
+  bool health_verbose = false;
+  health->add_flag("--verbose,-v", health_verbose, "also how compiles are confined and bounded");
+  kjit::cli::AdminArgs admin_args;
+  CLI::App* admin = kjit::cli::add_admin_command(app, admin_args);
   // The connection options are accepted after the subcommand too.
   for (CLI::App* command : {compile, health, pipeline_show, cache, plan, launch, toolkits, admin, recipes, warm})
-    kjit::cli::add_connection_options(*command, connection_flags);
+    kjit::cli::add_connection_options(*command, connection_flags, connection_group);
+  kjit::cli::add_manual_pointers(app);
 
   try {
     app.parse(argc, argv);

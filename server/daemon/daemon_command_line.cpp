@@ -10,6 +10,8 @@
 #include "server/access/listener_credentials.h"
 #include "server/config/config_keys.h"
 #include "server/config/pipeline_setup.h"
+#include "server/daemon/config_reference.h"
+#include "server/daemon/metrics_reference.h"
 #include "server/workers/worker_confinement.h"
 #include "target/target.h"
 
@@ -72,31 +74,54 @@ Status apply_sources(DaemonConfig& config, const ConfigSources& sources) {
 std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& exit_code) {
   DaemonCommandLine line;
   CLI::App app{"kjitd — the kjit JIT kernel compilation daemon"};
+  app.footer(
+      "Options are grouped as the manual is; each group names its page. Every option but --config,\n"
+      "--plugin, --insecure-listen HOST:PORT and the checks sets a configuration key: docs/configuration-reference.md\n"
+      "lists them with their TOML names, defaults and whether a reload applies them; docs/operating.md\n"
+      "is the manual for running kjitd.");
+  // A group's heading names the manual page its options are explained on.
+  const auto group_of = [](const ConfigTopic& topic) {
+    return fmt::format("{} (docs/{})", topic.title, topic.page);
+  };
+  const std::string k_checks = "Configuration files and checks (docs/configuration-reference.md)";
   std::string config_file;
-  app.add_option("--config", config_file, "TOML configuration file")->check(CLI::ExistingFile);
+  app.add_option("--config", config_file, "TOML configuration file")->check(CLI::ExistingFile)->group(k_checks);
   // One flag per key that has one, read as text and set through the key's
   // row after the file: the same checks as the file's, and 0 means 0.
+  // Added topic by topic, so that --help shows them as the manual groups them.
   const std::vector<ConfigKey>& keys = config_keys();
   std::vector<std::string> flag_text(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const ConfigKey& key = keys[i];
-    if (key.flag.empty()) continue;
-    const std::string flag(key.flag), help(key.help);
-    if (key.kind == ConfigKind::boolean)
-      app.add_flag(flag, help);
-    else
-      app.add_option(flag, flag_text[i], help);
+  for (const ConfigTopic& topic : config_topics()) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const ConfigKey& key = keys[i];
+      if (key.flag.empty() || &config_topic_of(key.path) != &topic) continue;
+      const std::string flag(key.flag), help(key.help);
+      if (key.kind == ConfigKind::boolean)
+        app.add_flag(flag, help)->group(group_of(topic));
+      else
+        app.add_option(flag, flag_text[i], help)->group(group_of(topic));
+    }
   }
   std::string insecure_listen;
   app.add_option("--insecure-listen", insecure_listen,
                  "allow --listen without TLS, or with HOST:PORT listen there in plaintext: anyone who can reach "
                  "the address can use the daemon")
-      ->expected(0, 1);
+      ->expected(0, 1)
+      ->group(group_of(config_topic_of("insecure_listen")));
   std::vector<std::string> plugin_flags;
-  app.add_option("--plugin", plugin_flags, "load a kjit plugin (repeatable; also KJIT_PLUGIN_PATHS)");
+  app.add_option("--plugin", plugin_flags, "load a kjit plugin (repeatable; also KJIT_PLUGIN_PATHS)")
+      ->group(fmt::format("Pipelines and plugins (docs/{})", config_topic_of("plugins").page));
   app.add_flag("--check-config", line.check_config,
                "load the configuration (file and flags) as a start would, print \"configuration OK\" or the "
-               "error (exit code 2), and exit without serving");
+               "error (exit code 2), and exit without serving")
+      ->group(k_checks);
+  bool print_config_reference = false, print_metrics_reference = false;
+  app.add_flag("--print-config-reference", print_config_reference,
+               "print docs/configuration-reference.md (every key, from the key table) and exit")
+      ->group(k_checks);
+  app.add_flag("--print-metrics-reference", print_metrics_reference,
+               "print docs/metrics-reference.md (every metric kjitd exports) and exit")
+      ->group(k_checks);
   // Internal: kjitd starts its own compile workers with this (see compile_workers.h).
   int& worker_fd = line.worker_fd;
   app.add_option("--worker-fd", worker_fd)->group("");
@@ -104,6 +129,11 @@ std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& e
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     exit_code = app.exit(e);
+    return std::nullopt;
+  }
+  if (print_config_reference || print_metrics_reference) {
+    fmt::print("{}", print_config_reference ? config_reference_markdown() : metrics_reference_markdown());
+    exit_code = 0;
     return std::nullopt;
   }
 

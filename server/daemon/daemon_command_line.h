@@ -28,8 +28,8 @@ struct DaemonCommandLine {
 };
 
 // The process should stop with `exit_code` when this returns nullopt
-// (--help: 0; a usage error or a bad configuration: non-zero, said on
-// stderr). A configuration is bad when the file cannot be read or parsed,
+// (--help and the --print-*-reference flags: 0; a usage error or a bad
+// configuration: non-zero, said on stderr). A configuration is bad when the file cannot be read or parsed,
 // or when, with the flags over it, its log level or default target is
 // not one kjitd knows or its TLS settings do not go together.
 std::optional<DaemonCommandLine> read_command_line(int argc, char** argv, int& exit_code);
