@@ -4,7 +4,7 @@
 JOBS ?= $(shell nproc)
 KJITD_ARGS ?=
 
-.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-load test-container test-gpu bench format clean
+.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-load test-container test-gpu bench docs-reference format clean
 
 all: build
 
@@ -37,6 +37,7 @@ test-default: build
 # environment in build/python-venv (reinstalled only when it changed).
 test-python: build
 	client/python/run-tests.sh
+	tests/docs/run_examples.py --lang python
 
 # The load and fault scenarios (tests/load/run.py, label "load"): real kjitd
 # processes under mixed load, a worker, the daemon and Redis killed midway, a
@@ -78,6 +79,12 @@ test-gpu: build
 
 bench: build
 	bench/run.sh
+
+# The references generated from the code (docs/configuration-reference.md,
+# docs/metrics-reference.md, docs/cli-reference.md); ctest's docs_references
+# fails until they are regenerated after a key, metric or flag changes.
+docs-reference: build
+	python3 scripts/generate_references.py
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -1,12 +1,9 @@
 // The configuration's key table: its rows are sound (defaults in range,
 // ranges that fit their fields), the file and the flags set a key through
-// the same row with the same checks, and the README's configuration table
-// documents exactly the keys there are.
+// the same row with the same checks. docs/configuration-reference.md is
+// generated from the rows (the test docs_references keeps it so).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <regex>
-#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -151,68 +148,6 @@ TEST(ConfigKeys, TheTransportAdmitsTheLargestRequestOfEveryLimit) {
     raised.*limit = 300u << 20;
     EXPECT_GE(largest_request_bytes(raised), 300u << 20);
   }
-}
-
-// The README's table "| key | default | what |": its keys, as paths, each
-// with the default column's text.
-std::map<std::string, std::string> readme_keys(std::string& error) {
-  std::ifstream in(std::string(KJIT_SOURCE_DIR) + "/README.md");
-  std::map<std::string, std::string> keys;
-  std::string line;
-  bool inside = false;
-  const std::regex code("`([^`]*)`");
-  while (std::getline(in, line)) {
-    if (line.rfind("| key | default | what |", 0) == 0) {
-      inside = true;
-      continue;
-    }
-    if (!inside) continue;
-    if (line.rfind("|", 0) != 0) break;
-    if (line.rfind("| ---", 0) == 0) continue;
-    const size_t second_bar = line.find('|', 1);
-    const std::string first = line.substr(1, second_bar - 1);
-    std::string fallback = line.substr(second_bar + 1, line.find('|', second_bar + 1) - second_bar - 1);
-    fallback = std::regex_replace(fallback, std::regex("^ +| +$"), "");
-    for (auto it = std::sregex_iterator(first.begin(), first.end(), code); it != std::sregex_iterator(); ++it) {
-      std::string key = (*it)[1];
-      std::smatch section;
-      if (std::regex_match(key, section, std::regex(R"(\[([a-z_]+)\] ([a-z_]+))")))
-        key = section[1].str() + "." + section[2].str();
-      keys[key] = fallback;
-    }
-  }
-  if (keys.empty()) error = "no configuration table found in README.md";
-  return keys;
-}
-
-TEST(ConfigKeys, TheReadmeDocumentsEveryKeyAndNoOther) {
-  std::string error;
-  const std::map<std::string, std::string> documented = readme_keys(error);
-  ASSERT_TRUE(error.empty()) << error;
-  // Read by daemon_config.cpp itself, not by a row.
-  const std::set<std::string> structured = {"plugins", "llvm_pass_plugins", "toolkit_paths",
-                                            "[[toolkits]] from, to, cuda_home", "[pipelines.NAME]", "[[edits]]",
-                                            "[[blob_sharing]] group, uids, namespace", "fleet.targets",
-                                            "triton.builds", "triton.plugins"};
-  const DaemonConfig defaults;
-  for (const ConfigKey& key : config_keys()) {
-    auto row = documented.find(std::string(key.path));
-    if (row == documented.end()) {
-      ADD_FAILURE() << key.path << " is missing from README.md's table";
-      continue;
-    }
-    // A number in the default column ("16 MiB", "7 days", "300") is the row's default.
-    std::smatch number;
-    if (key.kind == ConfigKind::integer &&
-        std::regex_match(row->second, number, std::regex(R"(([0-9]+)( (KiB|MiB|GiB|days))?)"))) {
-      int64_t value = std::stoll(number[1]);
-      const std::string unit = number[3];
-      value *= unit == "KiB" ? 1024 : unit == "MiB" ? 1 << 20 : unit == "GiB" ? int64_t{1} << 30 : unit == "days" ? 86400 : 1;
-      EXPECT_EQ(std::get<int64_t>(key.get(defaults)), value) << key.path << ": README.md says " << row->second;
-    }
-  }
-  for (const auto& [key, fallback] : documented)
-    EXPECT_TRUE(find_config_key(key) || structured.count(key)) << "README.md documents " << key << ", no such key";
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // What a reload changes: the keys that differ, split by whether a reload
 // puts them in force (the table's reloadable rows) or they wait for a
-// restart, and the configuration the daemon then serves with. The README
+// restart, and the configuration the daemon then serves with. The manual
 // names the reloadable keys; this checks its list against the rows.
 #include "server/config/config_reload.h"
 
@@ -59,10 +59,10 @@ TEST(ConfigReload, TheStructuredKeysAllNeedARestart) {
                                  "triton.builds"}));
 }
 
-// The README's line "Keys a reload puts in force: `tenants`, `[tls] cert`,
+// The manual's line "Keys a reload puts in force: `tenants`, `[tls] cert`,
 // ...": exactly the reloadable rows, as paths.
-TEST(ConfigReload, TheReadmeNamesEveryReloadableKeyAndNoOther) {
-  std::ifstream in(std::string(KJIT_SOURCE_DIR) + "/README.md");
+TEST(ConfigReload, TheManualNamesEveryReloadableKeyAndNoOther) {
+  std::ifstream in(std::string(KJIT_SOURCE_DIR) + "/docs/operating.md");
   std::string line;
   std::set<std::string> documented;
   bool found = false;
@@ -78,7 +78,7 @@ TEST(ConfigReload, TheReadmeNamesEveryReloadableKeyAndNoOther) {
       documented.insert(key);
     }
   }
-  ASSERT_TRUE(found) << "README.md has no line \"Keys a reload puts in force: ...\"";
+  ASSERT_TRUE(found) << "docs/operating.md has no line \"Keys a reload puts in force: ...\"";
   std::set<std::string> reloadable;
   for (const ConfigKey& key : config_keys())
     if (key.reloadable) reloadable.insert(std::string(key.path));
