@@ -5,7 +5,7 @@
 namespace kjit {
 
 std::string_view to_string(CacheSource source) {
-  constexpr std::array<std::string_view, 5> k_names = {"memory", "disk", "redis", "compiled", "joined"};
+  constexpr std::array<std::string_view, 6> k_names = {"memory", "disk", "redis", "reapi", "compiled", "joined"};
   const size_t i = static_cast<size_t>(source);
   return i < k_names.size() ? k_names[i] : "unknown";
 }

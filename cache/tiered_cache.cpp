@@ -6,7 +6,8 @@
 namespace kjit {
 namespace {
 
-constexpr std::array<CacheTier, k_cache_tier_count> k_tiers = {CacheTier::memory, CacheTier::disk, CacheTier::redis};
+constexpr std::array<CacheTier, k_cache_tier_count> k_tiers = {CacheTier::memory, CacheTier::disk, CacheTier::redis,
+                                                              CacheTier::reapi};
 
 }  // namespace
 
@@ -15,6 +16,7 @@ TieredCache::TieredCache(Tiers tiers) : memory_(std::move(tiers.memory)) {
   stores_[index_of(CacheTier::memory)] = memory_;
   stores_[index_of(CacheTier::disk)] = std::move(tiers.disk);
   stores_[index_of(CacheTier::redis)] = std::move(tiers.redis);
+  stores_[index_of(CacheTier::reapi)] = std::move(tiers.reapi);
 }
 
 Store* TieredCache::tier(CacheTier tier) const {
@@ -22,7 +24,8 @@ Store* TieredCache::tier(CacheTier tier) const {
 }
 
 TieredCache::Tiers TieredCache::shared_tiers() const {
-  return Tiers{memory_, stores_[index_of(CacheTier::disk)], stores_[index_of(CacheTier::redis)]};
+  return Tiers{memory_, stores_[index_of(CacheTier::disk)], stores_[index_of(CacheTier::redis)],
+               stores_[index_of(CacheTier::reapi)]};
 }
 
 void TieredCache::note_failure(CacheTier tier, std::string_view operation, const Error& error) {

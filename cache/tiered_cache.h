@@ -1,4 +1,4 @@
-// The cache the daemon talks to: memory → disk → Redis. A get asks the tiers
+// The cache the daemon talks to: memory → disk → Redis → REAPI. A get asks the tiers
 // in order and copies a lower tier's hit into the tiers above it; a put
 // writes every tier. A tier that fails is skipped and counted, never fatal:
 // the worst outcome of a broken tier is a compile.
@@ -74,6 +74,7 @@ class TieredCache {
     std::shared_ptr<MemoryStore> memory;
     std::shared_ptr<Store> disk;
     std::shared_ptr<Store> redis;
+    std::shared_ptr<Store> reapi;  // a REAPI server's ActionCache and CAS (reapi_store.h)
   };
 
   explicit TieredCache(Tiers tiers);

@@ -392,6 +392,8 @@ Result<DaemonStatus> Client::status() const {
   out.confinement_mode = response.confinement().mode();
   out.confinement = response.confinement().description();
   out.worker_confinement = response.confinement().worker_confinement();
+  for (const std::string& tier : response.cache().tiers()) out.cache_tiers.push_back(tier);
+  out.cache_sharing = response.cache().sharing();
   out.memory_bytes = response.bounds().memory_bytes();
   out.cpu_seconds = response.bounds().cpu_seconds();
   out.open_files = response.bounds().open_files();

@@ -204,3 +204,32 @@ if [[ "${KJIT_SKIP_TRITON_BUILDS:-0}" != 1 ]]; then
     for requirement in "${triton_builds[@]}"; do install_triton_build "$requirement" || true; done
   fi
 fi
+
+# BuildGrid (PyPI), the Remote Execution API server the REAPI tier's tests
+# run against: a virtual environment of its own in .deps/buildgrid, found
+# there by the tests (or at $KJIT_BGD). A stamp naming the requirement makes
+# a second run a no-op; KJIT_SKIP_BUILDGRID=1 leaves it out (the REAPI tests
+# then skip outside CI).
+buildgrid_requirement="buildgrid==0.4.4"
+buildgrid_env=$(dirname "$wheels_prefix")/buildgrid
+if [[ "${KJIT_SKIP_BUILDGRID:-0}" != 1 ]]; then
+  if [[ "$(cat "$buildgrid_env/.kjit-buildgrid" 2>/dev/null)" == "$buildgrid_requirement" ]] &&
+     "$buildgrid_env/bin/python" -c "" 2>/dev/null; then
+    echo "install-deps: BuildGrid present in $buildgrid_env"
+  elif ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+    echo "install-deps: WARNING: python3 cannot make virtual environments (Debian: python3-venv); no BuildGrid" >&2
+  else
+    echo "install-deps: installing $buildgrid_requirement into $buildgrid_env"
+    rm -rf "$buildgrid_env.new"
+    if python3 -m venv "$buildgrid_env.new" &&
+       PIP_ROOT_USER_ACTION=ignore "$buildgrid_env.new/bin/python" -m pip install --quiet \
+         --disable-pip-version-check --no-input "$buildgrid_requirement"; then
+      printf '%s\n' "$buildgrid_requirement" >"$buildgrid_env.new/.kjit-buildgrid"
+      rm -rf "$buildgrid_env"
+      mv "$buildgrid_env.new" "$buildgrid_env"
+    else
+      rm -rf "$buildgrid_env.new"
+      echo "install-deps: WARNING: pip could not install $buildgrid_requirement; the REAPI tests skip" >&2
+    fi
+  fi
+fi

@@ -104,7 +104,7 @@ std::string namespace_table(const CacheStats& stats) {
   for (const CacheNamespaceStats& ns : stats.namespaces) {
     out += format("%-20s %9llu %9llu %9llu %13s %13s %10llu %13s\n", ns.ns.empty() ? "(default)" : ns.ns.c_str(),
                   static_cast<unsigned long long>(ns.lookups),
-                  static_cast<unsigned long long>(ns.memory_hits + ns.disk_hits + ns.redis_hits),
+                  static_cast<unsigned long long>(ns.memory_hits + ns.disk_hits + ns.redis_hits + ns.reapi_hits),
                   static_cast<unsigned long long>(ns.compiles), megabytes(ns.memory_bytes).c_str(),
                   megabytes(ns.disk_bytes).c_str(),
                   static_cast<unsigned long long>(ns.memory_evictions + ns.disk_evictions),

@@ -206,7 +206,7 @@ struct CacheNamespaceStats {
   std::string ns;  // "": the default namespace
   uint64_t lookups = 0, misses = 0, compiles = 0, joined = 0;
   double compile_ms_saved = 0;
-  uint64_t memory_hits = 0, disk_hits = 0, redis_hits = 0;
+  uint64_t memory_hits = 0, disk_hits = 0, redis_hits = 0, reapi_hits = 0;
   uint64_t memory_bytes = 0, memory_entries = 0, memory_evictions = 0;
   uint64_t disk_bytes = 0, disk_entries = 0, disk_evictions = 0;
   uint64_t max_bytes = 0;  // its share of each of the memory and disk tiers; 0: none
@@ -313,6 +313,7 @@ void for_each_counter(Stats& stats, Visit&& visit) {
   visit("disk_entries", stats.disk_entries);
   visit("disk_evictions", stats.disk_evictions);
   visit("max_bytes", stats.max_bytes);
+  visit("reapi_hits", stats.reapi_hits);
 }
 
 struct CacheListing {
@@ -466,6 +467,10 @@ struct DaemonStatus {
     uint64_t queued = 0, running = 0, compiled = 0, cached = 0, failed = 0, dropped = 0, yielded = 0;
     std::string last_failure;
   } fleet;
+  // The cache's tiers, top first ("memory", "disk", "redis", "reapi"; empty:
+  // the cache is off), and what daemons share beyond its entries.
+  std::vector<std::string> cache_tiers;
+  std::string cache_sharing;
 };
 
 // A recipe: a request the daemon compiled, kept without its target

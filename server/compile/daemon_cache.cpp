@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "cache/reapi_store.h"
 #include "cache/redis_leases.h"
 #include "server/compile/blob_store.h"
 
@@ -81,11 +82,52 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
     leases = std::make_shared<RedisLeases>(redis);
     spdlog::info("redis cache at {} (ttl {} s)", config.redis, config.redis_ttl_seconds);
   }
+  std::shared_ptr<ReapiStore> reapi_recipes;
+  if (!config.reapi.endpoint.empty()) {
+    ReapiConnection::Options options;
+    options.endpoint = config.reapi.endpoint;
+    options.instance = config.reapi.instance;
+    options.tls_ca_file = config.reapi.tls_ca;
+    options.token_file = config.reapi.token_file;
+    options.timeout = std::chrono::milliseconds(config.reapi.timeout_ms);
+    for (const std::string& header : config.reapi.headers) {
+      const size_t colon = header.find(':');
+      std::string name = header.substr(0, colon), value = header.substr(colon + 1);
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      value.erase(0, value.find_first_not_of(' '));
+      options.headers.emplace_back(std::move(name), std::move(value));
+    }
+    Result<std::shared_ptr<ReapiConnection>> connection = ReapiConnection::open(options);
+    if (connection) {
+      ReapiStore::Options store;
+      store.max_queued_bytes = config.reapi.write_queue_bytes;
+      if (config.reapi.namespaces == "instance") {
+        store.instance_of = [base = config.reapi.instance](std::string_view stored) {
+          const std::string_view ns = split_namespaced_key(stored).ns;
+          if (ns.empty()) return base;
+          return base.empty() ? std::string(ns) : base + "/" + std::string(ns);
+        };
+      }
+      cache->reapi_ = std::make_shared<ReapiStore>(*connection, store);
+      tiers.reapi = cache->reapi_;
+      // Recipes' index is read, merged and written: written at once, not
+      // behind, so the next read sees it.
+      store.write_behind = false;
+      reapi_recipes = std::make_shared<ReapiStore>(*connection, store);
+      spdlog::info("REAPI cache at {} (instance \"{}\", namespaces in the {})", config.reapi.endpoint,
+                   config.reapi.instance, config.reapi.namespaces);
+    } else {
+      spdlog::warn("REAPI cache off: {}", connection.error().message);
+    }
+  }
   cache->tiers_ = std::make_shared<TieredCache>(tiers);
   cache->blob_tiers_ = std::make_shared<TieredCache>(tiers);
   TieredCache::Tiers shared;
   if (tiers.redis) {
     shared.redis = tiers.redis;
+  } else if (reapi_recipes) {
+    // The fleet's one store: a new node's `kjit warm` finds every recipe.
+    shared.reapi = reapi_recipes;
   } else if (cache->disk_) {
     // A directory of their own beside the entries' (whose root is v<N>), so
     // the disk tier's listing, gc and verify never meet a recipe. Recipes
@@ -100,7 +142,7 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
     else
       spdlog::warn("recipes kept in memory only: {}", recipes.error().message);
   }
-  if (!shared.redis && !shared.disk) shared.memory = tiers.memory;
+  if (!shared.redis && !shared.reapi && !shared.disk) shared.memory = tiers.memory;
   cache->recipe_tiers_ = std::make_shared<TieredCache>(shared);
   CompileCoalescer::Options once;
   once.max_wait = std::chrono::milliseconds(config.lease_wait_ms);

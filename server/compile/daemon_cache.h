@@ -1,5 +1,5 @@
-// The daemon's cache, assembled from its configuration: the memory, disk and
-// Redis tiers, and the coalescer that lets one compile per key run across
+// The daemon's cache, assembled from its configuration: the memory, disk,
+// Redis and REAPI tiers, and the coalescer that lets one compile per key run across
 // requests and daemons.
 //
 // Its stores are private: callers reach entries through a NamespacedCache
@@ -27,6 +27,8 @@
 #include "server/config/daemon_config.h"
 
 namespace kjit {
+
+class ReapiStore;
 
 class DaemonCache {
  public:
@@ -70,6 +72,12 @@ class DaemonCache {
   // max_bytes), from the next put on; namespaces not named have none.
   void set_quotas(std::map<std::string, uint64_t, std::less<>> max_bytes);
   CoalescerStats coalescer_stats() const { return once_->stats(); }
+  // The REAPI tier, when it is on: its bytes moved and its queue, and a
+  // flush for tests and shutdown.
+  ReapiStore* reapi() const { return reapi_.get(); }
+  // Whether compiles of one key are one across daemons (Redis leases), or
+  // across this daemon's requests only.
+  bool shares_leases() const { return redis_ != nullptr; }
 
   // The disk tier across every namespace: for the local operator only.
   bool has_disk() const { return disk_ != nullptr; }
@@ -97,6 +105,7 @@ class DaemonCache {
   std::shared_ptr<MemoryStore> memory_;      // null when the memory tier is off
   std::shared_ptr<DiskStore> disk_;          // null when the disk tier is off
   std::shared_ptr<RedisStore> redis_;        // null when the Redis tier is off
+  std::shared_ptr<ReapiStore> reapi_;        // null when the REAPI tier is off
   std::shared_ptr<CompileCoalescer> once_;
   std::shared_ptr<KeyClaims> claims_;
   std::optional<BlobNameSecret> names_secret_;  // with the disk tier

@@ -201,6 +201,20 @@ Status read_scalar_table(const toml::node& node, const std::string& file, const 
   if (!t) return config_error(file, "[" + name + "] must be a table");
   for (auto&& [key, value] : *t) {
     const std::string full = name + "." + std::string(key.str());
+    // Nested tables of scalars ([cache.reapi]), and their one list.
+    if (full == "cache.reapi.headers") {
+      if (Status s = read_strings(value, file, full, config.cache.reapi.headers); !s) return s;
+      for (const std::string& header : config.cache.reapi.headers) {
+        const size_t colon = header.find(':');
+        if (colon == 0 || colon == std::string::npos || header.find_first_of("\r\n") != std::string::npos)
+          return config_error(file, full + ": \"" + header + "\" is not \"Name: value\"");
+      }
+      continue;
+    }
+    if (full == "cache.reapi") {
+      if (Status s = read_scalar_table(value, file, full, config); !s) return s;
+      continue;
+    }
     std::optional<Status> s = read_scalar(full, file, value, config);
     if (!s) return config_error(file, "unknown key " + full);
     if (!*s) return *s;

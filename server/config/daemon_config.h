@@ -36,6 +36,22 @@ struct ToolkitRange {
   std::string cuda_home;
 };
 
+// The REAPI tier ([cache.reapi]): a Remote Execution API server's
+// ActionCache and CAS, after the local tiers (and Redis, when both are set).
+struct ReapiConfig {
+  std::string endpoint;     // grpc://host:port, grpcs://host:port, unix:/path; empty: no REAPI tier
+  std::string instance;     // the REAPI instance name
+  std::string tls_ca;       // grpcs: PEM roots (default: the system's)
+  std::string token_file;   // a bearer token, read again when the file changes
+  std::vector<std::string> headers;  // "Name: value", sent with every call
+  uint64_t timeout_ms = 3000;        // each call
+  // Where a tenant's namespace goes: "action" (into the Action, one
+  // instance for all) or "instance" (<instance>/<namespace>, for servers
+  // that keep instances apart).
+  std::string namespaces = "action";
+  uint64_t write_queue_bytes = 256ull << 20;  // writes behind answers, bounded
+};
+
 // The compile cache's tiers. Defaults work with no configuration at all.
 struct CacheConfig {
   bool enabled = true;                         // false: every request compiles
@@ -45,6 +61,7 @@ struct CacheConfig {
   uint64_t disk_bytes = 10ull << 30;
   std::string redis;                           // "host:port" or a unix socket path; empty: no Redis tier
   uint64_t redis_ttl_seconds = 7 * 24 * 3600;
+  ReapiConfig reapi;
   uint64_t lease_wait_ms = 60'000;             // how long to wait for another daemon's compile
   // Publish the direct-read manifest beside the socket (direct_read_manifest.h),
   // so local clients may read blobs from the disk tier without an RPC.

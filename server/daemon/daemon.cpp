@@ -20,6 +20,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include "cache/reapi_store.h"
 #include "server/rpc/cache_service.h"
 #include "server/rpc/recipe_service.h"
 #include "server/workers/compile_workers.h"
@@ -221,7 +222,17 @@ Status Daemon::start() {
   launch_service_ = std::make_unique<LaunchService>(compiler, driver, gate_);
   cache_service_ = std::make_unique<CacheService>(compiler, gate_);
   recipe_service_ = std::make_unique<RecipeService>(compiler, gate_);
-  diagnostics_service_ = std::make_unique<DiagnosticsService>(DiagnosticsService::Facts{config_, confinement_},
+  DiagnosticsService::Facts facts{config_, confinement_};
+  if (cache) {
+    for (const TierStats& tier : cache->stats().tiers) facts.cache_tiers.emplace_back(to_string(tier.tier));
+    facts.cache_sharing =
+        cache->shares_leases()
+            ? "one compile per key, claims and recipes are shared with every daemon on the same Redis (leases)"
+            : std::string("no Redis: one compile per key and claims are per daemon (daemons may compile the same "
+                          "key at once)") +
+                  (cache->reapi() ? "; entries and recipes are shared through the REAPI store" : "");
+  }
+  diagnostics_service_ = std::make_unique<DiagnosticsService>(std::move(facts),
                                                               workers_, gate_, [this] { return reload(); });
   if (compiler->fleet()) diagnostics_service_->set_fleet([compiler] { return compiler->fleet()->stats(); });
   if (metrics_) {
@@ -230,6 +241,7 @@ Status Daemon::start() {
       sources.cache = [cache] { return cache->stats(); };
       sources.coalescer = [cache] { return cache->coalescer_stats(); };
       sources.namespaces = [cache] { return cache->namespace_stats(); };
+      if (ReapiStore* reapi = cache->reapi()) sources.reapi = [cache, reapi] { return reapi->transfer_stats(); };
     }
     if (const BlobStore* blobs = cache_service_->blobs()) sources.blobs = [blobs] { return blobs->stats(); };
     if (workers_) sources.workers = [workers = workers_] { return workers->counters(); };

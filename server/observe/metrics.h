@@ -26,6 +26,7 @@ struct WorkerCounters;     // server/workers/compile_workers.h
 struct AdmissionSnapshot;  // server/compile/compile_admission.h
 struct NamespaceStats;     // server/compile/namespace_counters.h
 struct FleetStats;         // server/compile/fleet_builds.h
+struct ReapiTransferStats; // cache/reapi_store.h
 
 // Read at each scrape, from the scraping thread; any may be empty (that
 // part is off, or not there yet) and its metrics are then left out.
@@ -42,6 +43,8 @@ struct MetricsSources {
   std::function<std::map<std::string, uint64_t>()> after_warmup;
   // The background builds for the fleet's other targets.
   std::function<FleetStats()> fleet;
+  // The REAPI tier's bytes moved and write queue; unset without the tier.
+  std::function<ReapiTransferStats()> reapi;
 };
 
 // Who may scrape, and how: a bearer token, and TLS in front of the port.

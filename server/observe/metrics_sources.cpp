@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "cache/compile_coalescer.h"
+#include "cache/reapi_store.h"
 #include "cache/tiered_cache.h"
 #include "server/compile/blob_store.h"
 #include "server/compile/compile_admission.h"
@@ -175,7 +176,7 @@ void add_namespaces(Families& out, const std::vector<NamespaceStats>& namespaces
   for (const NamespaceStats& ns : namespaces) {
     const std::string name = ns.ns.empty() ? "(default)" : ns.ns;
     Families::sample(lookups, {{"namespace", name}}, double(ns.lookups()));
-    for (CacheTier tier : {CacheTier::memory, CacheTier::disk, CacheTier::redis})
+    for (CacheTier tier : {CacheTier::memory, CacheTier::disk, CacheTier::redis, CacheTier::reapi})
       Families::sample(hits, {{"namespace", name}, {"tier", std::string(to_string(tier))}},
                        double(ns.hits[index_of(tier)]));
     Families::sample(compiles, {{"namespace", name}}, double(ns.compiles));
@@ -238,6 +239,19 @@ std::vector<MetricFamily> MetricsSourcesCollector::Collect() const {
     for (const auto& [tenant, n] : sources.after_warmup()) Families::sample(after, {{"tenant", tenant}}, double(n));
   }
   if (sources.fleet) add_fleet(out, sources.fleet());
+  if (sources.reapi) {
+    const ReapiTransferStats stats = sources.reapi();
+    out.single("kjit_reapi_read_bytes_total", "Bytes of entries the REAPI tier read from the server's CAS.",
+               MetricType::Counter, double(stats.bytes_read));
+    out.single("kjit_reapi_written_bytes_total",
+               "Bytes the REAPI tier uploaded to the server's CAS (entries, their Commands and Actions).",
+               MetricType::Counter, double(stats.bytes_written));
+    out.single("kjit_reapi_write_queue", "Entries waiting to be written to the REAPI server behind answers.",
+               MetricType::Gauge, double(stats.queued));
+    out.single("kjit_reapi_write_failures_total",
+               "Writes to the REAPI server that failed (the entries stayed in the tiers above).", MetricType::Counter,
+               double(stats.write_failures));
+  }
   if (sources.draining)
     out.single("kjit_draining", "1 while kjitd drains before stopping.", MetricType::Gauge,
                sources.draining() ? 1 : 0);

@@ -16,6 +16,7 @@ void to_wire(const NamespaceStats& from, v1::NamespaceStats& to) {
   to.set_memory_hits(from.hits[index_of(CacheTier::memory)]);
   to.set_disk_hits(from.hits[index_of(CacheTier::disk)]);
   to.set_redis_hits(from.hits[index_of(CacheTier::redis)]);
+  to.set_reapi_hits(from.hits[index_of(CacheTier::reapi)]);
   to.set_memory_bytes(from.memory_bytes);
   to.set_memory_entries(from.memory_entries);
   to.set_memory_evictions(from.memory_evictions);

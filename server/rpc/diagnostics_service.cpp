@@ -70,6 +70,11 @@ void DiagnosticsService::describe_status(const DaemonConfig& config, v1::GetStat
   v1::ConfinementStatus& confinement = *response->mutable_confinement();
   confinement.set_mode(workers_ ? config.sandbox : "in-process");
   confinement.set_description(facts_.confinement);
+  if (!facts_.cache_tiers.empty()) {
+    v1::CacheStatus& cache = *response->mutable_cache();
+    for (const std::string& tier : facts_.cache_tiers) cache.add_tiers(tier);
+    cache.set_sharing(facts_.cache_sharing);
+  }
   v1::CompileBoundsStatus& bounds = *response->mutable_bounds();
   bounds.set_memory_bytes(config.compile_bounds.memory_bytes);
   bounds.set_cpu_seconds(config.compile_bounds.cpu_seconds);

@@ -310,6 +310,7 @@ class NamespaceStats:
     memory_hits: int = 0
     disk_hits: int = 0
     redis_hits: int = 0
+    reapi_hits: int = 0
     memory_bytes: int = 0
     memory_entries: int = 0
     memory_evictions: int = 0

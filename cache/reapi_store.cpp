@@ -1,0 +1,193 @@
+// Entries in a REAPI store, read checked and written behind (see reapi_store.h).
+#include "cache/reapi_store.h"
+
+#include <spdlog/spdlog.h>
+
+#include "cache/reapi_action.h"
+
+namespace kjit {
+
+ReapiStore::ReapiStore(std::shared_ptr<ReapiConnection> connection, Options options)
+    : connection_(std::move(connection)), options_(std::move(options)) {
+  if (options_.write_behind) writer_ = std::thread([this] { write_loop(); });
+}
+
+ReapiStore::~ReapiStore() {
+  {
+    std::lock_guard lock(queue_mutex_);
+    stopping_ = true;
+  }
+  queue_changed_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+std::string ReapiStore::instance_for(std::string_view key) const {
+  return options_.instance_of ? options_.instance_of(key) : connection_->options().instance;
+}
+
+Result<ReapiDigest> ReapiStore::action_digest(std::string_view key, std::string_view instance, bool upload,
+                                              const std::vector<std::pair<ReapiDigest, std::string_view>>& also) {
+  const std::string command = reapi_entry_command(key);
+  Result<ReapiDigest> command_digest = connection_->digest_of(command);
+  if (!command_digest) return command_digest.error();
+  Result<ReapiDigest> empty_root = connection_->digest_of("");
+  if (!empty_root) return empty_root.error();
+  const std::string action = reapi_entry_action(command_digest->hash, command_digest->size, empty_root->hash);
+  Result<ReapiDigest> digest = connection_->digest_of(action);
+  if (!digest) return digest.error();
+  if (upload) {
+    std::vector<std::pair<ReapiDigest, std::string_view>> blobs = also;
+    blobs.emplace_back(*command_digest, command);
+    blobs.emplace_back(*digest, action);
+    if (Status written = connection_->write_blobs(instance, blobs); !written) return written.error();
+    for (const auto& blob : blobs) bytes_written_ += blob.second.size();
+  }
+  return digest;
+}
+
+Result<std::optional<CacheEntry>> ReapiStore::get(std::string_view key) {
+  const std::string instance = instance_for(key);
+  Result<ReapiDigest> action = action_digest(key, instance, false);
+  if (!action) return action.error();
+  Result<std::optional<ReapiConnection::Output>> output =
+      connection_->get_output(instance, *action, k_reapi_entry_path);
+  if (!output) return output.error();
+  if (!output->has_value()) {
+    ++counters_.misses;
+    return std::optional<CacheEntry>();
+  }
+  std::string bytes;
+  if ((*output)->contents) {
+    bytes = std::move(*(*output)->contents);
+  } else {
+    Result<std::optional<std::string>> read = connection_->read_blob(instance, (*output)->digest);
+    if (!read) return read.error();
+    if (!read->has_value()) {
+      // The ActionCache outlived the blob (the CAS evicted it): a miss, and
+      // the next put writes both again.
+      ++counters_.misses;
+      return std::optional<CacheEntry>();
+    }
+    bytes = std::move(**read);
+  }
+  bytes_read_ += bytes.size();
+  Result<ReapiDigest> actual = connection_->digest_of(bytes);
+  if (!actual) return actual.error();
+  if (*actual != (*output)->digest) {
+    ++counters_.corruptions;
+    ++counters_.misses;
+    spdlog::warn("cache: REAPI tier sent {} bytes for an entry whose digest is {}/{}: refused as corrupt",
+                 bytes.size(), (*output)->digest.hash, (*output)->digest.size);
+    return std::optional<CacheEntry>();
+  }
+  Result<CacheEntry> entry = decode_entry(std::move(bytes), key);
+  if (!entry) {
+    ++counters_.corruptions;
+    ++counters_.misses;
+    spdlog::warn("cache: REAPI tier entry refused: {}", entry.error().message);
+    return std::optional<CacheEntry>();
+  }
+  ++counters_.hits;
+  return std::optional<CacheEntry>(std::move(entry).value());
+}
+
+Status ReapiStore::write_now(const std::string& key, const std::string& bytes) {
+  const std::string instance = instance_for(key);
+  Result<ReapiDigest> entry_digest = connection_->digest_of(bytes);
+  if (!entry_digest) return entry_digest.error();
+  // The entry's bytes first, with its Command and Action: the ActionCache
+  // never names a blob the CAS was not given.
+  Result<ReapiDigest> action = action_digest(key, instance, true, {{*entry_digest, bytes}});
+  if (!action) return action.error();
+  if (Status updated = connection_->update_output(instance, *action, k_reapi_entry_path, *entry_digest); !updated)
+    return updated;
+  ++counters_.puts;
+  return Ok{};
+}
+
+Status ReapiStore::put(const CacheEntry& entry) {
+  std::string bytes = encode_entry(entry);
+  if (!options_.write_behind) return write_now(entry.key, bytes);
+  {
+    std::lock_guard lock(queue_mutex_);
+    if (queued_bytes_ + bytes.size() > options_.max_queued_bytes) {
+      ++counters_.skipped;
+      return Ok{};  // a full queue drops the write; the entry stays in the tiers above
+    }
+    queued_bytes_ += bytes.size();
+    ++enqueued_;
+    queue_.push_back(QueuedWrite{entry.key, std::move(bytes)});
+  }
+  queue_changed_.notify_all();
+  return Ok{};
+}
+
+void ReapiStore::write_loop() {
+  std::unique_lock lock(queue_mutex_);
+  for (;;) {
+    queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and every queued write tried
+    QueuedWrite write = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    Status written = write_now(write.key, write.bytes);
+    if (!written) {
+      const uint64_t n = ++write_failures_;
+      if ((n & (n - 1)) == 0)
+        spdlog::warn("cache: REAPI tier write failed ({} so far), the entry stays in the tiers above: {}", n,
+                     written.error().message);
+    }
+    lock.lock();
+    queued_bytes_ -= write.bytes.size();
+    ++written_;
+    queue_changed_.notify_all();
+  }
+}
+
+void ReapiStore::flush() {
+  std::unique_lock lock(queue_mutex_);
+  const uint64_t target = enqueued_;
+  queue_changed_.wait(lock, [&] { return written_ >= target || !writer_.joinable(); });
+}
+
+Status ReapiStore::remove(std::string_view key) {
+  const std::string instance = instance_for(key);
+  Result<ReapiDigest> action = action_digest(key, instance, true);
+  if (!action) return action.error();
+  return connection_->update_output(instance, *action, k_reapi_entry_path, std::nullopt);
+}
+
+Result<bool> ReapiStore::contains(std::string_view key) {
+  const std::string instance = instance_for(key);
+  Result<ReapiDigest> action = action_digest(key, instance, false);
+  if (!action) return action.error();
+  Result<std::optional<ReapiConnection::Output>> output =
+      connection_->get_output(instance, *action, k_reapi_entry_path);
+  if (!output) return output.error();
+  return output->has_value();
+}
+
+StoreStats ReapiStore::stats() const {
+  StoreStats out = counters_.snapshot();
+  // The connection counts the server's failures and the calls its breaker
+  // refused, reads and writes alike.
+  out.errors = connection_->errors();
+  out.skipped += connection_->skipped();
+  return out;
+}
+
+Result<std::vector<StoredKey>> ReapiStore::list() {
+  return make_error(ErrorCode::unimplemented, "the REAPI tier cannot list its entries: REAPI has no listing");
+}
+
+ReapiTransferStats ReapiStore::transfer_stats() const {
+  ReapiTransferStats out;
+  out.bytes_read = bytes_read_;
+  out.bytes_written = bytes_written_;
+  out.write_failures = write_failures_;
+  std::lock_guard lock(queue_mutex_);
+  out.queued = queue_.size();
+  return out;
+}
+
+}  // namespace kjit

@@ -1,0 +1,99 @@
+// The REAPI tier: kjit's entries in a Remote Execution API server's
+// ActionCache and CAS (mapping in reapi_action.h), durable where the server
+// is (its disk, or S3, GCS or Azure behind bazel-remote and NativeLink), and
+// shared by every daemon that points at it.
+//
+// Reads are checked twice: the bytes against the digest the ActionCache
+// named, then as the disk tier checks an entry (header, key, checksum).
+// Either failing is a corruption: counted, reported as a miss, never served.
+//
+// Writes go behind the answer (Options::write_behind): put() queues the
+// encoded entry and returns; one thread uploads the queue, bounded in bytes
+// (an entry past the bound is dropped and counted as skipped). A failed
+// write is counted, never a compile's failure. Thread-safe.
+//
+// REAPI has neither deletion nor listing: remove() records an ActionResult
+// without the entry (later reads miss), and list() is unimplemented.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "cache/reapi_connection.h"
+#include "cache/store.h"
+
+namespace kjit {
+
+// Bytes moved by the REAPI tier since it was opened.
+struct ReapiTransferStats {
+  uint64_t bytes_read = 0;     // entries read from the CAS (inlined or not)
+  uint64_t bytes_written = 0;  // entries, Commands and Actions uploaded
+  uint64_t queued = 0;         // writes waiting behind answers now
+  uint64_t write_failures = 0; // writes behind answers that failed (the entry stays in the tiers above)
+};
+
+class ReapiStore final : public Store {
+ public:
+  struct Options {
+    bool write_behind = true;                // false: put() returns once the server has the entry
+    uint64_t max_queued_bytes = 256ull << 20;  // write-behind queue bound
+    // The instance name a stored key's entry lives in; unset: the
+    // connection's instance for every key.
+    std::function<std::string(std::string_view stored_key)> instance_of;
+  };
+
+  ReapiStore(std::shared_ptr<ReapiConnection> connection, Options options);
+  ~ReapiStore() override;  // waits (bounded by the connection's timeouts) for queued writes
+  ReapiStore(const ReapiStore&) = delete;
+  ReapiStore& operator=(const ReapiStore&) = delete;
+
+  std::string_view name() const override { return "reapi"; }
+  Result<std::optional<CacheEntry>> get(std::string_view key) override;
+  Status put(const CacheEntry& entry) override;
+  Status remove(std::string_view key) override;
+  Result<bool> contains(std::string_view key) override;
+  StoreStats stats() const override;
+  Result<std::vector<StoredKey>> list() override;
+
+  // Blocks until every write queued before the call has been tried.
+  void flush();
+  ReapiTransferStats transfer_stats() const;
+  bool breaker_open() const { return connection_->breaker_open(); }
+  const ReapiConnection& connection() const { return *connection_; }
+
+ private:
+  struct QueuedWrite {
+    std::string key;
+    std::string bytes;  // the encoded entry
+  };
+
+  std::string instance_for(std::string_view key) const;
+  // The digest of key's Action, uploading its Command and Action with
+  // `also` when `upload` is set.
+  Result<ReapiDigest> action_digest(std::string_view key, std::string_view instance, bool upload,
+                                    const std::vector<std::pair<ReapiDigest, std::string_view>>& also = {});
+  Status write_now(const std::string& key, const std::string& bytes);
+  void write_loop();
+
+  std::shared_ptr<ReapiConnection> connection_;
+  Options options_;
+  StoreCounters counters_;
+  std::atomic<uint64_t> bytes_read_{0}, bytes_written_{0}, write_failures_{0};
+
+  mutable std::mutex queue_mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<QueuedWrite> queue_;
+  uint64_t queued_bytes_ = 0;
+  uint64_t enqueued_ = 0, written_ = 0;  // writes queued and tried, for flush()
+  bool stopping_ = false;
+  std::thread writer_;
+};
+
+}  // namespace kjit
