@@ -125,9 +125,10 @@ const KeyNote* note_of(std::string_view path) {
   return nullptr;
 }
 
-// "[cache] disk_bytes", as the TOML file spells it.
+// "[cache] disk_bytes", as the TOML file spells it; a nested table's key is
+// "[cache.reapi] endpoint".
 std::string toml_spelling(std::string_view path) {
-  const size_t dot = path.find('.');
+  const size_t dot = path.rfind('.');
   if (dot == std::string_view::npos) return std::string(path);
   return fmt::format("[{}] {}", path.substr(0, dot), path.substr(dot + 1));
 }

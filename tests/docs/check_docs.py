@@ -47,8 +47,8 @@ METRIC = re.compile(r"\bkjit_[a-z0-9_]+?(?:_totals?|_seconds|_bytes|_bucket|_sum
                     r"_waiting|_entries|_live|_by_class|_by_tenant|_draining)\b(\{[^}]*\})?")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 INLINE_CODE = re.compile(r"`([^`\n]+)`")
-SECTION_KEY = re.compile(r"^\[([a-z_]+)\] ([a-z_]+)$")
-DOTTED_KEY = re.compile(r"^([a-z_]+)\.([a-z_]+)$")
+SECTION_KEY = re.compile(r"^\[([a-z_.]+)\] ([a-z_]+)$")
+DOTTED_KEY = re.compile(r"^([a-z_]+)\.([a-z_.]+)$")
 MARKER = re.compile(r"^<!-- (runs|not-run: .+) -->$")
 
 
@@ -158,7 +158,7 @@ def check_file(path: Path, root: Path, known: Known) -> list[str]:
                 toml_section = header[1]
                 continue
             assignment = re.match(r"^\s*([a-z_]+)\s*=", line)
-            if assignment and (toml_section is None or toml_section in SECTIONS):
+            if assignment and (toml_section is None or toml_section.split(".")[0] in SECTIONS):
                 key = assignment[1] if toml_section is None else f"{toml_section}.{assignment[1]}"
                 if key not in known.keys:
                     problems.append(f"{where(number)}: the configuration has no key {key}")
@@ -175,7 +175,7 @@ def check_file(path: Path, root: Path, known: Known) -> list[str]:
             # Dotted, `triton.x` is as often Triton's Python (triton.compile).
             if not m and (dotted := DOTTED_KEY.match(name)) and dotted[1] != "triton":
                 m = dotted
-            if m and m[1] in SECTIONS:
+            if m and m[1].split(".")[0] in SECTIONS:
                 key = f"{m[1]}.{m[2]}"
                 if key not in known.keys and m[1] not in known.tables:
                     problems.append(f"{where(number)}: the configuration has no key {span.split(' =')[0]}")
