@@ -229,6 +229,16 @@ def main() -> int:
     problems = []
     for page in pages:
         problems += check_file(page, root, known)
+    # The pages --help names (each group's heading, each command's last line).
+    cli = root / "docs" / "cli-reference.md"
+    for number, line in enumerate(cli.read_text().splitlines(), 1):
+        for target in re.findall(r"\b(docs/[\w.-]+\.md(?:#[\w-]+)?)", line):
+            file_part, _, anchor = target.partition("#")
+            linked = root / file_part
+            if not linked.exists():
+                problems.append(f"docs/cli-reference.md:{number}: --help names {target}, which does not exist")
+            elif anchor and anchor not in {slug(h) for h in re.findall(r"^#+ (.+)$", linked.read_text(), re.M)}:
+                problems.append(f"docs/cli-reference.md:{number}: --help names {target}, a section that does not exist")
     for problem in problems:
         print(problem)
     if problems:
