@@ -178,7 +178,7 @@ struct RemoteLaunchResult {
 };
 
 struct CacheTierStats {
-  std::string tier;  // "memory", "disk", "redis"
+  std::string tier;  // "memory", "disk", "redis", "reapi"
   uint64_t hits = 0, misses = 0, puts = 0, bytes = 0, entries = 0, evictions = 0, corruptions = 0, errors = 0,
            skipped = 0, answered = 0;
 };
