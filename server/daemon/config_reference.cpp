@@ -92,30 +92,36 @@ struct StructuredKey {
   TopicIndex topic;
 };
 constexpr StructuredKey k_structured_keys[] = {
-    {"plugins", "kjit plugin libraries to load (also `--plugin` and `$KJIT_PLUGIN_PATHS`); default `[]`",
-     k_pipelines},
+    {"plugins", "kjit plugin libraries to load (also `--plugin` and `$KJIT_PLUGIN_PATHS`); default `[]`", k_pipelines},
     {"llvm_pass_plugins", "LLVM pass plugins, whose passes `llvm-passes` may name; default `[]`", k_pipelines},
-    {"[pipelines.NAME]", "a named pipeline: `inputs`, `args` and `[[pipelines.NAME.stages]]` (`name`, `takes`, "
-                         "`gives`, `passes`)",
+    {"[pipelines.NAME]",
+     "a named pipeline: `inputs`, `args` and `[[pipelines.NAME.stages]]` (`name`, `takes`, "
+     "`gives`, `passes`)",
      k_pipelines},
-    {"[[edits]]", "an edit of a pipeline: `op` (insert-before, insert-after, disable, replace, override-stage), "
-                  "`anchor`, `pass`, `pipeline`",
+    {"[[edits]]",
+     "an edit of a pipeline: `op` (insert-before, insert-after, disable, replace, override-stage), "
+     "`anchor`, `pass`, `pipeline`",
      k_pipelines},
-    {"toolkit_paths", "more CUDA toolkits: Python environment prefixes, `site-packages`, `nvidia/cu13` "
-                      "directories; default `[]`",
+    {"toolkit_paths",
+     "more CUDA toolkits: Python environment prefixes, `site-packages`, `nvidia/cu13` "
+     "directories; default `[]`",
      k_toolkits},
     {"[[toolkits]] from, to, cuda_home", "a CUDA toolkit pinned to a range of targets", k_toolkits},
-    {"[triton] builds", "Triton builds (virtual environments, or their `bin/python`), before every environment "
-                        "under `.deps/triton-builds`; default `[]`",
+    {"[triton] builds",
+     "Triton builds (virtual environments, or their `bin/python`), before every environment "
+     "under `.deps/triton-builds`; default `[]`",
      k_triton},
-    {"[triton] plugins", "Triton pass plugin libraries (absolute paths) every build loads; their digests are in "
-                         "every Triton key; default `[]`",
+    {"[triton] plugins",
+     "Triton pass plugin libraries (absolute paths) every build loads; their digests are in "
+     "every Triton key; default `[]`",
      k_triton},
-    {"[fleet] targets", "the GPU types the fleet runs: a request compiled for one is built in the background for "
-                        "the others of its vendor; default `[]`",
+    {"[fleet] targets",
+     "the GPU types the fleet runs: a request compiled for one is built in the background for "
+     "the others of its vendor; default `[]`",
      k_warmup},
-    {"[[blob_sharing]] group, uids, namespace", "socket users (members of `group`, or `uids`) who keep their "
-                                                "client blobs together in `namespace`",
+    {"[[blob_sharing]] group, uids, namespace",
+     "socket users (members of `group`, or `uids`) who keep their "
+     "client blobs together in `namespace`",
      k_shared_hosts},
 };
 
@@ -135,7 +141,8 @@ std::string toml_spelling(std::string_view path) {
 
 std::string type_text(const ConfigKey& key) {
   switch (key.kind) {
-    case ConfigKind::boolean: return "boolean";
+    case ConfigKind::boolean:
+      return "boolean";
     case ConfigKind::text: {
       if (key.choices.empty()) return "string";
       std::string out = "one of";
@@ -163,7 +170,8 @@ std::string with_binary_unit(int64_t value) {
 }
 
 std::string default_text(const ConfigKey& key) {
-  if (const KeyNote* note = note_of(key.path); note && !note->default_text.empty()) return std::string(note->default_text);
+  if (const KeyNote* note = note_of(key.path); note && !note->default_text.empty())
+    return std::string(note->default_text);
   const DaemonConfig defaults;
   const ConfigValue value = key.get(defaults);
   if (const int64_t* number = std::get_if<int64_t>(&value)) {
@@ -230,7 +238,9 @@ const std::vector<ConfigTopic>& config_topics() {
   return k_topics;
 }
 
-const ConfigTopic& config_topic_of(std::string_view path) { return config_topics()[topic_index_of(path)]; }
+const ConfigTopic& config_topic_of(std::string_view path) {
+  return config_topics()[topic_index_of(path)];
+}
 
 std::string config_reference_markdown() {
   std::string out;
@@ -245,7 +255,8 @@ std::string config_reference_markdown() {
       "and what it does. Flags override the file; every key is optional; an unknown key is an error, so a\n"
       "typo never leaves a default in force. A key is checked the same way from the file and from its flag,\n"
       "and 0 means 0 wherever a key's range takes it. `kjitd --config FILE --check-config` prints every key\n"
-      "below with the value a start would use. How to use them: [operating kjitd](operating.md#the-configuration-file).\n"
+      "below with the value a start would use. How to use them: [operating "
+      "kjitd](operating.md#the-configuration-file).\n"
       "A key `[cache] disk_bytes` is written in the file as `disk_bytes = ...` under a `[cache]` table; kjitd\n"
       "names it `cache.disk_bytes` in messages and in `kjit health --verbose`.\n";
   const std::vector<ConfigKey>& keys = config_keys();
@@ -263,8 +274,7 @@ std::string config_reference_markdown() {
     if (rows.empty() && structured.empty()) continue;
     out += fmt::format("\n## {}\n\nIn the manual: [docs/{}]({}).\n", topics[topic].title, topics[topic].page,
                        topics[topic].page);
-    if (!rows.empty())
-      out += "\n| key | flag | type | default | applied | what |\n|---|---|---|---|---|---|\n" + rows;
+    if (!rows.empty()) out += "\n| key | flag | type | default | applied | what |\n|---|---|---|---|---|---|\n" + rows;
     if (!structured.empty())
       out += "\nRead by the configuration loader itself, each needs a restart:\n\n| key | what |\n|---|---|\n" +
              structured;

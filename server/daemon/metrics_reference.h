@@ -9,8 +9,8 @@
 namespace kjit {
 
 struct MetricDescription {
-  std::string name;    // "kjit_cache_hits_total"
-  std::string type;    // counter, gauge, histogram
+  std::string name;  // "kjit_cache_hits_total"
+  std::string type;  // counter, gauge, histogram
   std::vector<std::string> labels;
   std::string help;
 };
