@@ -115,6 +115,8 @@ constexpr StructuredKey k_structured_keys[] = {
      "Triton pass plugin libraries (absolute paths) every build loads; their digests are in "
      "every Triton key; default `[]`",
      k_triton},
+    {"[cache.reapi] headers",
+     "more headers sent with every call to the REAPI server, each `\"Name: value\"`; default `[]`", k_cache},
     {"[fleet] targets",
      "the GPU types the fleet runs: a request compiled for one is built in the background for "
      "the others of its vendor; default `[]`",

@@ -10,6 +10,7 @@
 
 #include "cache/blob_stats.h"
 #include "cache/compile_coalescer.h"
+#include "cache/reapi_store.h"
 #include "cache/tiered_cache.h"
 #include "server/compile/compile_admission.h"
 #include "server/compile/fleet_builds.h"
@@ -49,6 +50,7 @@ void feed_everything(Metrics& metrics) {
   sources.draining = [] { return false; };
   sources.after_warmup = [] { return std::map<std::string, uint64_t>{{"tenant", 0}}; };
   sources.fleet = [] { return FleetStats{}; };
+  sources.reapi = [] { return ReapiTransferStats{}; };
   metrics.set_sources(std::move(sources));
   metrics.record_request("Compile", 0, "tenant", 0);
   metrics.record_compile(0, true);

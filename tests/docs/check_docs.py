@@ -41,7 +41,7 @@ OTHER_TOOLS_FLAGS = {"--include-path", "--pre-include", "--time", "--format", "-
 HIDDEN_FLAGS = {"--worker-fd"}
 # Pages written with the feature they describe, which the manual links to
 # ahead of them; their links are checked once they exist.
-WRITTEN_WITH_THEIR_FEATURE = {"remote-cache-reapi.md"}
+WRITTEN_WITH_THEIR_FEATURE: set[str] = set()
 RUNNABLE_LANGS = {"sh", "bash", "shell", "console", "python", "py"}
 METRIC = re.compile(r"\bkjit_[a-z0-9_]+?(?:_totals?|_seconds|_bytes|_bucket|_sum|_count|_length|_running|_pending|"
                     r"_waiting|_entries|_live|_by_class|_by_tenant|_draining)\b(\{[^}]*\})?")
