@@ -1,6 +1,6 @@
 // The REAPI tier through real daemons and a real REAPI server (BuildGrid):
 // two daemons with no Redis sharing only the store (the second compiles
-// nothing the first compiled, and finds its recipes), the server down
+// nothing the first compiled, finds its recipes and its clients' blobs), the server down
 // (compiles go on, counted) and back, and what `kjit health --verbose` says.
 #include <gtest/gtest.h>
 
@@ -87,6 +87,20 @@ TEST_F(ReapiTierTest, ASecondDaemonWithoutRedisCompilesNothingTheFirstCompiled) 
     Result<std::vector<RecipeSummary>> recipes = Client(b.socket_path()).list_recipes();
     return recipes && !recipes->empty();
   }, 60s, 100ms)) << "the first daemon's recipe is not in the REAPI store";
+}
+
+TEST_F(ReapiTierTest, ClientBlobsReachAnotherDaemonThroughTheStore) {
+  TestDaemon a(daemon_args("blobs-a")), b(daemon_args("blobs-b"));
+  const std::string cubin("\0a cubin Triton compiled", 24);
+  ASSERT_TRUE(Client(a.socket_path()).put_blob("triton", "k-reapi", "kernel.cubin", cubin));
+  // Written behind the answer: read from the other daemon once it is there.
+  std::optional<std::string> got;
+  EXPECT_TRUE(eventually([&] {
+    Result<std::optional<std::string>> blob = Client(b.socket_path()).get_blob("triton", "k-reapi", "kernel.cubin");
+    if (blob && blob->has_value()) got = **blob;
+    return got.has_value();
+  }, 60s, 100ms)) << "the blob never reached the second daemon";
+  EXPECT_EQ(got, cubin);
 }
 
 TEST_F(ReapiTierTest, CompilesGoOnWhileTheServerIsDownAndTheTierComesBack) {

@@ -669,6 +669,16 @@ class FleetStatus:
 
 
 @dataclass
+class CacheStatus:
+    """The cache's tiers, top first ("memory", "disk", "redis", "reapi"), and
+    what daemons share beyond its entries (one compile per key and claims
+    through Redis's leases, or per daemon)."""
+    tiers: List[str] = _strings()
+    sharing: str = ""
+    _proto: ClassVar[str] = "kjit.v1.CacheStatus"
+
+
+@dataclass
 class ConfigSetting:
     key: str = ""    # the TOML path: "cache.disk_bytes"
     value: str = ""  # decimal integer, true/false, or the text
@@ -695,6 +705,7 @@ class DaemonStatus:
     # The daemon's configuration, for the local operator only.
     settings: List[ConfigSetting] = _messages(ConfigSetting)
     fleet: FleetStatus = _message(FleetStatus)
+    cache: CacheStatus = _message(CacheStatus)  # empty tiers: the cache is off
     _proto: ClassVar[str] = "kjit.v1.GetStatusResponse"
 
 
