@@ -57,7 +57,10 @@ for _ in $(seq 300); do
   kill -0 "$daemon" 2>/dev/null || { cat "$work/kjitd.log"; exit 1; }
   sleep 0.1
 done
-"$build/bin/kjit" -s "$work/kjitd.sock" health --verbose | grep -q "for Tile IR they may run exactly $tileiras" || {
+# Read whole before grep: grep -q stops at the first match, and kjit
+# writing the rest into a closed pipe would fail the pipeline.
+status=$("$build/bin/kjit" -s "$work/kjitd.sock" health --verbose)
+grep -q "for Tile IR they may run exactly $tileiras" <<<"$status" || {
   echo "FAIL: kjit health --verbose does not say workers may run $tileiras"
   exit 1
 }
