@@ -16,8 +16,10 @@
 #include "kjit/v1/compiler.grpc.pb.h"
 #include "pipeline/cache_key.h"
 #include "redis_server.h"
+#include "support/buildgrid_server.h"
 #include "support/cuda_kernels.h"
 #include "support/daemon_test.h"
+#include "support/eventually.h"
 #include "temp_dir.h"
 
 namespace kjit::test {
@@ -283,6 +285,41 @@ TEST_F(TenantTest, NamespacesHoldOnDiskAndInRedis) {
     EXPECT_EQ(beta.response.cache(), "redis") << "beta compiled it on the second daemon, which put it in Redis";
     EXPECT_EQ(beta.response.key(), key);
   }
+}
+
+TEST_F(TenantTest, NamespacesHoldInTheReapiStore) {
+  KJIT_SKIP_WITHOUT_TOOLKIT();
+  if (std::optional<std::string> why = BuildGridServer::unavailable()) {
+    if (std::getenv("CI")) FAIL() << "CI must run the REAPI tests: " << *why;
+    GTEST_SKIP() << *why;
+  }
+  BuildGridServer reapi;
+  ASSERT_TRUE(reapi.start()) << read_file(reapi.log_path());
+  const std::string source = kernel_source("reapi tiers");
+  std::string key;
+  {
+    TestDaemon first(args(temp_.path() + "/reapi-1", {"--reapi", reapi.endpoint()}));
+    Stubs s = stubs(first);
+    Compiled alpha = compile(*s.compiler, "alpha-secret-token", source);
+    ASSERT_TRUE(alpha.status.ok()) << alpha.status.error_message();
+    key = alpha.response.key();
+    // Written behind the answer: until it has reached the store.
+    ASSERT_TRUE(eventually([&] {
+      const v1::StatsResponse now = stats(*s.cache, "");
+      for (const v1::TierStats& tier : now.tiers())
+        if (tier.tier() == "reapi" && tier.puts() > 0) return true;
+      return false;
+    }, std::chrono::seconds(60), std::chrono::milliseconds(50)));
+  }
+  // Another machine's daemon: nothing on its disk, no Redis, the fleet's REAPI store.
+  TestDaemon other(args(temp_.path() + "/reapi-2", {"--reapi", reapi.endpoint()}));
+  Stubs s = stubs(other);
+  EXPECT_EQ(compile(*s.compiler, "", source).response.cache(), "compiled") << "the operator got alpha's entry";
+  EXPECT_EQ(compile(*s.compiler, "beta-secret-token", source).response.cache(), "compiled")
+      << "beta got alpha's entry";
+  Compiled alpha = compile(*s.compiler, "alpha-secret-token", source);
+  EXPECT_EQ(alpha.response.cache(), "reapi");
+  EXPECT_EQ(alpha.response.key(), key);
 }
 
 TEST_F(TenantTest, RemoveGcAndExplainStayInTheCallersNamespace) {
