@@ -205,12 +205,12 @@ if [[ "${KJIT_SKIP_TRITON_BUILDS:-0}" != 1 ]]; then
   fi
 fi
 
-# BuildGrid (PyPI), the Remote Execution API server the REAPI tier's tests
-# run against: a virtual environment of its own in .deps/buildgrid, found
+# BuildGrid (PyPI, with its Redis extra for a durable ActionCache), the
+# Remote Execution API server the REAPI tier's tests run against: a virtual environment of its own in .deps/buildgrid, found
 # there by the tests (or at $KJIT_BGD). A stamp naming the requirement makes
 # a second run a no-op; KJIT_SKIP_BUILDGRID=1 leaves it out (the REAPI tests
 # then skip outside CI).
-buildgrid_requirement="buildgrid==0.4.4"
+buildgrid_requirement="buildgrid[redis]==0.4.4"
 buildgrid_env=$(dirname "$wheels_prefix")/buildgrid
 if [[ "${KJIT_SKIP_BUILDGRID:-0}" != 1 ]]; then
   if [[ "$(cat "$buildgrid_env/.kjit-buildgrid" 2>/dev/null)" == "$buildgrid_requirement" ]] &&

@@ -54,12 +54,20 @@ bool BuildGridServer::start() {
            "storages:\n"
            "  - !disk-storage &cas-storage\n"
            "    path: " << cas_directory() << "\n"
-           "caches:\n"
-           "  - !lru-action-cache &ac\n"
-           "    storage: *cas-storage\n"
-           "    max-cached-refs: 100000\n"
-           "    allow-updates: true\n"
-           "instances:\n"
+           "caches:\n";
+    if (redis_port_)
+      out << "  - !redis-action-cache &ac\n"
+             "    storage: *cas-storage\n"
+             "    allow-updates: true\n"
+             "    redis: !redis-connection\n"
+             "      host: 127.0.0.1\n"
+             "      port: " << redis_port_ << "\n";
+    else
+      out << "  - !lru-action-cache &ac\n"
+             "    storage: *cas-storage\n"
+             "    max-cached-refs: 100000\n"
+             "    allow-updates: true\n";
+    out << "instances:\n"
            "  - name: \"\"\n"
            "    services:\n"
            "      - !action-cache\n"

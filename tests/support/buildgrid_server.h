@@ -1,7 +1,8 @@
 // A real REAPI server for tests: BuildGrid (PyPI, installed by
 // scripts/install-deps.sh in .deps/buildgrid, or the environment named by
 // $KJIT_BUILDGRID) started on a free loopback port with its CAS on disk and
-// an in-memory ActionCache, killed and restarted on demand.
+// an in-memory ActionCache (or a durable one in a Redis), killed and
+// restarted on demand.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,10 @@ class BuildGridServer {
   static std::optional<std::string> unavailable();
 
   BuildGridServer();  // picks the port and a directory; does not start
+  // From the next start on, the ActionCache lives in the Redis at
+  // 127.0.0.1:redis_port (BuildGrid's !redis-action-cache), so it outlives
+  // the server as its CAS on disk does.
+  void keep_action_cache_in_redis(int redis_port) { redis_port_ = redis_port; }
   ~BuildGridServer();
   BuildGridServer(const BuildGridServer&) = delete;
   BuildGridServer& operator=(const BuildGridServer&) = delete;
@@ -45,6 +50,7 @@ class BuildGridServer {
  private:
   std::string dir_;
   uint16_t port_ = 0;
+  int redis_port_ = 0;  // 0: the ActionCache in memory
   std::unique_ptr<ChildProcess> process_;
 };
 

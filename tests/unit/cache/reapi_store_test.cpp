@@ -1,7 +1,8 @@
 // The REAPI tier against a real REAPI server (BuildGrid): entries written and
 // read back by another connection, write-behind, blobs past the batch limit
 // (ByteStream), the Action mapping, corrupted CAS bytes refused, the server
-// down (bounded, counted, breaker) and back after a restart.
+// down (bounded, counted, breaker) and back after a restart, with its
+// entries when its ActionCache is durable.
 #include "cache/reapi_store.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 
 #include "cache/reapi_action.h"
+#include "redis_server.h"
 #include "sample_entries.h"
 #include "support/buildgrid_server.h"
 #include "support/eventually.h"
@@ -169,6 +171,32 @@ TEST_F(ReapiStoreTest, AServerDownFailsFastAndComesBackAfterARestart) {
   Result<std::optional<CacheEntry>> got = store->get(key_for(6));
   ASSERT_TRUE(got && got->has_value());
   EXPECT_EQ((*got)->artifact.bytes, "after the restart");
+}
+
+// With a durable ActionCache (BuildGrid's !redis-action-cache; bazel-remote,
+// Buildbarn and NativeLink keep theirs on disk or in a bucket), an entry
+// outlives a crash of the server and is read again by a connection that
+// reconnects on its own.
+TEST_F(ReapiStoreTest, WithADurableActionCacheEntriesOutliveARestart) {
+  if (!test::RedisServer::installed()) GTEST_SKIP() << "redis-server is not installed";
+  test::RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  server_.kill();
+  server_.keep_action_cache_in_redis(redis.port());
+  ASSERT_TRUE(server_.start()) << test::read_file(server_.log_path());
+  std::unique_ptr<ReapiStore> store = open_store();
+  const CacheEntry entry = make_entry(key_for(30), std::string(20'000, 'd'));
+  ASSERT_TRUE(store->put(entry));
+  server_.kill();
+  ASSERT_TRUE(server_.start()) << test::read_file(server_.log_path());
+  std::optional<CacheEntry> found;
+  EXPECT_TRUE(test::eventually([&] {
+    Result<std::optional<CacheEntry>> got = store->get(key_for(30));
+    if (got && got->has_value()) found = std::move(**got);
+    return found.has_value();
+  }, 60s, 200ms)) << "the entry did not outlive the restart";
+  ASSERT_TRUE(found);
+  test::expect_same_entry(*found, entry);
 }
 
 TEST_F(ReapiStoreTest, WritesBehindTheAnswerNeverFailAPutWhileTheServerIsDown) {
