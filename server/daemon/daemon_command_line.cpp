@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cache/reapi_connection.h"
 #include "server/access/listener_credentials.h"
 #include "server/config/config_keys.h"
 #include "server/config/pipeline_setup.h"
@@ -41,6 +42,25 @@ Status check_merged(const DaemonConfig& config) {
   if (config.metrics_tls && tls.cert_file.empty())
     return make_error(ErrorCode::invalid_argument,
                       "metrics_tls serves the TCP listener's certificate: it needs --tls-cert and --tls-key");
+  const ReapiConfig& reapi = config.cache.reapi;
+  if (!reapi.endpoint.empty()) {
+    // Checked here, not when the tier opens: a wrong endpoint or an
+    // unreadable file is the configuration's error, not an outage.
+    ReapiConnection::Options options;
+    options.endpoint = reapi.endpoint;
+    options.tls_ca_file = reapi.tls_ca;
+    options.token_file = reapi.token_file;
+    if (Result<std::shared_ptr<ReapiConnection>> opened = ReapiConnection::open(options); !opened)
+      return make_error(ErrorCode::invalid_argument, "[cache.reapi]: " + opened.error().message);
+    if (!reapi.tls_ca.empty() && !reapi.endpoint.starts_with("grpcs://"))
+      return make_error(ErrorCode::invalid_argument,
+                        "[cache.reapi] tls_ca is for a grpcs:// endpoint; " + reapi.endpoint + " is not one");
+  } else if (!reapi.instance.empty() || !reapi.tls_ca.empty() || !reapi.token_file.empty() ||
+             !reapi.headers.empty()) {
+    return make_error(ErrorCode::invalid_argument,
+                      "[cache.reapi] settings are given but no endpoint (--reapi grpc://HOST:PORT, or [cache.reapi] "
+                      "endpoint)");
+  }
   return Ok{};
 }
 

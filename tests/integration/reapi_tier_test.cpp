@@ -141,5 +141,36 @@ TEST_F(ReapiTierTest, HealthSaysTheTiersAndThatLeasesArePerDaemonWithoutRedis) {
   EXPECT_NE(status->cache_sharing.find("REAPI"), std::string::npos) << status->cache_sharing;
 }
 
+// A wrong endpoint or file is the configuration's error, refused at start and
+// by --check-config with exit 2, before any network is tried.
+TEST(ReapiTierConfiguration, AWrongEndpointOrFileIsRefusedAtStart) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string config;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {{"--reapi", "http://cache:9092"}, "", "grpc://"},
+      {{"--reapi", "grpcs://cache:9092/x"}, "", "HOST:PORT"},
+      {{"--reapi", "grpcs://cache:9092", "--reapi-tls-ca", "/nonexistent/ca.pem"}, "", "/nonexistent/ca.pem"},
+      {{"--reapi", "grpc://cache:9092", "--reapi-token-file", "/nonexistent/token"}, "", "/nonexistent/token"},
+      {{"--reapi", "grpc://cache:9092", "--reapi-tls-ca", "/etc/hostname"}, "", "grpcs://"},
+      {{"--reapi-instance", "main"}, "", "no endpoint"},
+      {{}, "[cache.reapi]\nendpoint = \"grpc://cache:9092\"\nheaders = [\"no colon\"]\n", "Name: value"},
+      {{}, "[cache.reapi]\nendpoint = \"grpc://cache:9092\"\nnamespaces = \"tenant\"\n", "namespaces"},
+      {{}, "[cache.reapi]\nendpoint = \"grpc://cache:9092\"\ntimeout_ms = 0\n", "timeout_ms"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.push_back("--check-config");
+    CommandResult r = run_kjitd(args, c.config);
+    EXPECT_EQ(r.exit_code, 2) << c.says << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  CommandResult fine = run_kjitd({"--reapi", "grpc://cache.invalid:9092", "--check-config"});
+  EXPECT_EQ(fine.err.find("[cache.reapi]"), std::string::npos)
+      << "a well-formed endpoint passes the check, reachable or not: " << fine.err;
+}
+
 }  // namespace
 }  // namespace kjit::test
