@@ -67,15 +67,24 @@ bool BuildGridServer::start() {
              "    storage: *cas-storage\n"
              "    max-cached-refs: 100000\n"
              "    allow-updates: true\n";
-    out << "instances:\n"
-           "  - name: \"\"\n"
-           "    services:\n"
-           "      - !action-cache\n"
-           "        cache: *ac\n"
-           "      - !cas\n"
-           "        storage: *cas-storage\n"
-           "      - !bytestream\n"
-           "        storage: *cas-storage\n";
+    for (size_t i = 0; i < instances_.size(); ++i)
+      out << "  - !lru-action-cache &ac" << i << "\n"
+             "    storage: *cas-storage\n"
+             "    max-cached-refs: 100000\n"
+             "    allow-updates: true\n";
+    out << "instances:\n";
+    auto instance = [&](const std::string& name, const std::string& cache) {
+      out << "  - name: \"" << name << "\"\n"
+             "    services:\n"
+             "      - !action-cache\n"
+             "        cache: *" << cache << "\n"
+             "      - !cas\n"
+             "        storage: *cas-storage\n"
+             "      - !bytestream\n"
+             "        storage: *cas-storage\n";
+    };
+    instance("", "ac");
+    for (size_t i = 0; i < instances_.size(); ++i) instance(instances_[i], "ac" + std::to_string(i));
   }
   SpawnOptions options;
   options.stdout_path = log_path() + ".out";

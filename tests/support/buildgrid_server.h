@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "support/child_process.h"
 
@@ -27,6 +28,9 @@ class BuildGridServer {
   // 127.0.0.1:redis_port (BuildGrid's !redis-action-cache), so it outlives
   // the server as its CAS on disk does.
   void keep_action_cache_in_redis(int redis_port) { redis_port_ = redis_port; }
+  // From the next start on, one more instance besides the default "", with
+  // an ActionCache of its own (in memory) over the same CAS.
+  void add_instance(std::string name) { instances_.push_back(std::move(name)); }
   ~BuildGridServer();
   BuildGridServer(const BuildGridServer&) = delete;
   BuildGridServer& operator=(const BuildGridServer&) = delete;
@@ -51,6 +55,7 @@ class BuildGridServer {
   std::string dir_;
   uint16_t port_ = 0;
   int redis_port_ = 0;  // 0: the ActionCache in memory
+  std::vector<std::string> instances_;
   std::unique_ptr<ChildProcess> process_;
 };
 

@@ -199,6 +199,50 @@ TEST_F(ReapiStoreTest, WithADurableActionCacheEntriesOutliveARestart) {
   test::expect_same_entry(*found, entry);
 }
 
+// namespaces = "instance": each stored key's entry in the instance its
+// namespace names, for servers that keep instances apart; the ByteStream
+// resource names carry the instance too.
+TEST_F(ReapiStoreTest, AnInstancePerNamespaceKeepsEntriesInTheirInstance) {
+  server_.kill();
+  server_.add_instance("kjit/alpha");
+  ASSERT_TRUE(server_.start()) << test::read_file(server_.log_path());
+  Result<std::shared_ptr<ReapiConnection>> connection = ReapiConnection::open(options());
+  ASSERT_TRUE(connection);
+  ReapiStore::Options routed;
+  routed.write_behind = false;
+  routed.instance_of = [](std::string_view key) { return key == key_for(40) || key == key_for(41) ? "kjit/alpha" : ""; };
+  ReapiStore store(*connection, routed);
+  Result<ReapiCapabilities> caps = (*connection)->capabilities();
+  ASSERT_TRUE(caps);
+  const std::string large(static_cast<size_t>(caps->max_batch_bytes) + 4096, 'L');  // through ByteStream
+  ASSERT_TRUE(store.put(make_entry(key_for(40), "alpha's")));
+  ASSERT_TRUE(store.put(make_entry(key_for(41), large)));
+  ASSERT_TRUE(store.put(make_entry(key_for(42), "the default instance's")));
+  for (int i : {40, 41, 42}) {
+    Result<std::optional<CacheEntry>> got = store.get(key_for(i));
+    ASSERT_TRUE(got && got->has_value()) << i;
+  }
+  // Seen from each instance alone.
+  auto reader_in = [&](const std::string& instance) {
+    ReapiConnection::Options o = options();
+    o.instance = instance;
+    ReapiStore::Options plain;
+    plain.write_behind = false;
+    return std::make_unique<ReapiStore>(ReapiConnection::open(o).value(), plain);
+  };
+  auto holds = [](ReapiStore& reader, int i) {
+    Result<std::optional<CacheEntry>> got = reader.get(key_for(i));
+    return got && got->has_value();
+  };
+  std::unique_ptr<ReapiStore> alpha = reader_in("kjit/alpha"), others = reader_in("");
+  EXPECT_TRUE(holds(*alpha, 40));
+  EXPECT_TRUE(holds(*alpha, 41));
+  EXPECT_FALSE(holds(*alpha, 42));
+  EXPECT_FALSE(holds(*others, 40));
+  EXPECT_FALSE(holds(*others, 41));
+  EXPECT_TRUE(holds(*others, 42));
+}
+
 TEST_F(ReapiStoreTest, WritesBehindTheAnswerNeverFailAPutWhileTheServerIsDown) {
   std::unique_ptr<ReapiStore> store = open_store(/*write_behind=*/true);
   server_.kill();
