@@ -74,7 +74,7 @@ class TieredCache {
     std::shared_ptr<MemoryStore> memory;
     std::shared_ptr<Store> disk;
     std::shared_ptr<Store> redis;
-    std::shared_ptr<Store> reapi;  // a REAPI server's ActionCache and CAS (reapi_store.h)
+    std::shared_ptr<Store> reapi = nullptr;  // a REAPI server's ActionCache and CAS (reapi_store.h)
   };
 
   explicit TieredCache(Tiers tiers);

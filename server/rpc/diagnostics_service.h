@@ -26,8 +26,8 @@ class DiagnosticsService final : public v1::Diagnostics::CallbackService {
   struct Facts {
     DaemonConfig config;
     std::string confinement;  // check_worker_confinement's description
-    std::vector<std::string> cache_tiers;  // the tiers open, top first; empty: the cache is off
-    std::string cache_sharing;             // what daemons share beyond entries (CacheStatus.sharing)
+    std::vector<std::string> cache_tiers{};  // the tiers open, top first; empty: the cache is off
+    std::string cache_sharing{};           // what daemons share beyond entries (CacheStatus.sharing)
   };
   // What a reload does (the daemon's): what it put in force, or why the
   // configuration read again was refused (the old one stays in force).
