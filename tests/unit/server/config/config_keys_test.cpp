@@ -84,6 +84,8 @@ TEST(ConfigKeys, EveryFlagSetsItsKey) {
       std::string text = key.choices.empty() ? "/some/value" : std::string(key.choices.back());
       if (key.path == "default_target") text = "cuda:80";
       if (key.path == "metrics_token_sha256") text = std::string(64, 'a');  // a digest
+      if (key.path == "cache.reapi.endpoint") text = "grpc://cache:9092";
+      if (key.path == "cache.reapi.tls_ca" || key.path == "cache.reapi.token_file") text = "/dev/null";  // readable
       expected = text;
       args.push_back(text);
     }
@@ -92,6 +94,10 @@ TEST(ConfigKeys, EveryFlagSetsItsKey) {
     if (key.path == "tls.key") args.insert(args.end(), {"--tls-cert", "c", "--listen", "127.0.0.1:1"});
     if (key.path == "tls.client_ca" || key.path == "metrics_tls")
       args.insert(args.end(), {"--tls-cert", "c", "--tls-key", "k", "--listen", "127.0.0.1:1"});
+    // The REAPI tier's settings need its endpoint; a CA, a grpcs:// one.
+    if (key.path == "cache.reapi.instance" || key.path == "cache.reapi.token_file")
+      args.insert(args.end(), {"--reapi", "grpc://cache:9092"});
+    if (key.path == "cache.reapi.tls_ca") args.insert(args.end(), {"--reapi", "grpcs://cache:9092"});
     int exit_code = 0;
     std::optional<DaemonCommandLine> line = command_line(args, exit_code);
     ASSERT_TRUE(line) << key.flag << " was refused (exit " << exit_code << ")";
