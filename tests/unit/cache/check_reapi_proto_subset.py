@@ -41,7 +41,7 @@ def main():
 
 COMPARE = r'''
 import sys
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool
 from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2
 from buildgrid._protos.google.bytestream import bytestream_pb2
 from buildgrid._protos.google.rpc import status_pb2
@@ -50,28 +50,21 @@ full = {}
 for module in (remote_execution_pb2, bytestream_pb2, status_pb2):
     full[module.DESCRIPTOR.package] = module.DESCRIPTOR
 
+# The full API's modules registered themselves in protobuf's default pool on
+# import: its lookups by full name find nested messages and enums too.
+pool = descriptor_pool.Default()
+
 def find_message(name):
-    package, _, rest = name.rpartition(".")
-    for pkg, fd in full.items():
-        if name.startswith(pkg + "."):
-            parts = name[len(pkg) + 1:].split(".")
-            d = fd.message_types_by_name.get(parts[0])
-            for p in parts[1:]:
-                d = d.nested_types_by_name.get(p) if d else None
-            return d
-    return None
+    try:
+        return pool.FindMessageTypeByName(name)
+    except KeyError:
+        return None
 
 def find_enum(name):
-    for pkg, fd in full.items():
-        if name.startswith(pkg + "."):
-            parts = name[len(pkg) + 1:].split(".")
-            if len(parts) == 1:
-                return fd.enum_types_by_name.get(parts[0])
-            d = fd.message_types_by_name.get(parts[0])
-            for p in parts[1:-1]:
-                d = d.nested_types_by_name.get(p) if d else None
-            return d.enum_types_by_name.get(parts[-1]) if d else None
-    return None
+    try:
+        return pool.FindEnumTypeByName(name)
+    except KeyError:
+        return None
 
 subset = descriptor_pb2.FileDescriptorSet()
 subset.ParseFromString(open(sys.argv[1], "rb").read())
