@@ -10,6 +10,7 @@
 #include "cache/reapi_store.h"
 #include "cache/redis_leases.h"
 #include "server/compile/blob_store.h"
+#include "server/config/reapi_headers.h"
 
 namespace kjit {
 
@@ -90,13 +91,9 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
     options.tls_ca_file = config.reapi.tls_ca;
     options.token_file = config.reapi.token_file;
     options.timeout = std::chrono::milliseconds(config.reapi.timeout_ms);
-    for (const std::string& header : config.reapi.headers) {
-      const size_t colon = header.find(':');
-      std::string name = header.substr(0, colon), value = header.substr(colon + 1);
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-      value.erase(0, value.find_first_not_of(' '));
-      options.headers.emplace_back(std::move(name), std::move(value));
-    }
+    // Checked when the configuration was read: each one parses.
+    for (const std::string& header : config.reapi.headers)
+      if (auto parsed = parse_reapi_header(header)) options.headers.push_back(std::move(*parsed));
     Result<std::shared_ptr<ReapiConnection>> connection = ReapiConnection::open(options);
     if (connection) {
       ReapiStore::Options store;

@@ -16,6 +16,7 @@
 
 #include "pipeline/pipeline_toml.h"
 #include "server/config/config_keys.h"
+#include "server/config/reapi_headers.h"
 #include "target/target.h"
 
 namespace kjit {
@@ -204,11 +205,9 @@ Status read_scalar_table(const toml::node& node, const std::string& file, const 
     // Nested tables of scalars ([cache.reapi]), and their one list.
     if (full == "cache.reapi.headers") {
       if (Status s = read_strings(value, file, full, config.cache.reapi.headers); !s) return s;
-      for (const std::string& header : config.cache.reapi.headers) {
-        const size_t colon = header.find(':');
-        if (colon == 0 || colon == std::string::npos || header.find_first_of("\r\n") != std::string::npos)
+      for (const std::string& header : config.cache.reapi.headers)
+        if (!parse_reapi_header(header))
           return config_error(file, full + ": \"" + header + "\" is not \"Name: value\"");
-      }
       continue;
     }
     if (full == "cache.reapi") {

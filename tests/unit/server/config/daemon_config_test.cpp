@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/config/daemon_config.h"
+#include "server/config/reapi_headers.h"
 
 namespace kjit {
 namespace {
@@ -177,6 +178,18 @@ TEST(DaemonConfig, FleetTargetsAreKnownTargetsNamedOnce) {
     ASSERT_FALSE(s) << text;
     EXPECT_NE(s.error().message.find(message), std::string::npos) << s.error().message;
   }
+}
+
+}  // namespace
+}  // namespace kjit
+
+namespace kjit {
+namespace {
+
+TEST(ReapiHeaders, NameValueBecomeLowercaseMetadata) {
+  EXPECT_EQ(parse_reapi_header("X-Team: ml-infra"), std::make_pair(std::string("x-team"), std::string("ml-infra")));
+  EXPECT_EQ(parse_reapi_header("x-empty:"), std::make_pair(std::string("x-empty"), std::string()));
+  for (const char* bad : {"no colon", ": no name", "x-a: b\r\nx-c: d"}) EXPECT_FALSE(parse_reapi_header(bad)) << bad;
 }
 
 }  // namespace
