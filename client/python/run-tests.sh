@@ -83,5 +83,22 @@ if [ -z "${KJIT_SKIP_CUTILE:-}" ] && have_tileiras && ! "$venv/bin/python" -c \
     echo "run-tests.sh: could not install cuda-tile $cutile_version; tests/test_cutile.py will skip" >&2
 fi
 
+# fbtriton processes for tests/test_triton_remote.py: the interpreter of
+# install-deps' fbtriton build runs them, with the client and its wheels
+# (grpcio, protobuf) installed beside it in a directory of their own
+# ($KJIT_FBTRITON_PATH, on PYTHONPATH), so the daemon's build stays as
+# installed. Where that build is missing, those tests skip (fail under CI).
+fbtriton_path=${KJIT_FBTRITON_PATH:-$repo/build/python-fbtriton-path}
+fbtriton_python=$(ls -d "$repo"/.deps/triton-builds/fbtriton-*/bin/python 2>/dev/null | head -n 1 || true)
+if [[ -n "$fbtriton_python" && "$(cat "$fbtriton_path/.kjit-client-stamp" 2>/dev/null)" != "$stamp" ]]; then
+  rm -rf "$fbtriton_path"
+  if "$fbtriton_python" -m pip install --quiet --disable-pip-version-check --target "$fbtriton_path" "$here"; then
+    echo "$stamp" > "$fbtriton_path/.kjit-client-stamp"
+  else
+    echo "run-tests.sh: could not install the client for fbtriton into $fbtriton_path; its tests will skip" >&2
+  fi
+fi
+export KJIT_FBTRITON_PATH=$fbtriton_path
+
 cd "$here"
 exec "$venv/bin/python" -m pytest -q "$@" tests

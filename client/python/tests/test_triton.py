@@ -26,10 +26,10 @@ CHILD = Path(__file__).with_name("triton_child.py")
 CHILD_SECONDS = 600
 
 
-def ptxas_wrappers(root: Path, log: Path) -> dict:
+def ptxas_wrappers(root: Path, log: Path, triton_dir: Path) -> dict:
     """Wrappers for the ptxas binaries Triton ships, each logging its
     arguments to log before running the real one."""
-    bin_dir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    bin_dir = triton_dir / "backends" / "nvidia" / "bin"
     env = {}
     for tool, knob in (("ptxas", "TRITON_PTXAS_PATH"), ("ptxas-blackwell", "TRITON_PTXAS_BLACKWELL_PATH")):
         real = bin_dir / tool
@@ -50,14 +50,18 @@ def assembles(log: Path) -> list:
     return [line for line in log.read_text().splitlines() if line.strip() != "--version"]
 
 
-def start_child(tmp_path: Path, name: str, cache_dir: Path, env: dict):
-    """A triton_child.py process, started; finish_child waits for what it printed."""
+def start_child(tmp_path: Path, name: str, cache_dir: Path, env: dict, python: str = sys.executable,
+                triton_dir: Path = None):
+    """A triton_child.py process, started; finish_child waits for what it
+    printed. python: another interpreter, with another Triton (triton_dir,
+    its package directory) installed."""
     log = tmp_path / ("%s.ptxas.log" % name)
     wrapper_dir = tmp_path / ("%s-bin" % name)
     wrapper_dir.mkdir()
+    wrappers = ptxas_wrappers(wrapper_dir, log, triton_dir or Path(triton.__file__).parent)
     child_env = dict(os.environ, TRITON_CACHE_DIR=str(cache_dir), TRITON_DEFAULT_FP_FUSION="1",
-                     TRITON_HOME=str(tmp_path / "triton-home"), **ptxas_wrappers(wrapper_dir, log), **env)
-    process = subprocess.Popen([sys.executable, str(CHILD)], env=child_env, stdout=subprocess.PIPE,
+                     TRITON_HOME=str(tmp_path / "triton-home"), **wrappers, **env)
+    process = subprocess.Popen([python, str(CHILD)], env=child_env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     return process, log, cache_dir, time.perf_counter()
 
@@ -79,8 +83,8 @@ def finish_child(started) -> dict:
     return result
 
 
-def run_child(tmp_path: Path, name: str, cache_dir: Path, env: dict) -> dict:
-    return finish_child(start_child(tmp_path, name, cache_dir, env))
+def run_child(tmp_path: Path, name: str, cache_dir: Path, env: dict, **interpreter) -> dict:
+    return finish_child(start_child(tmp_path, name, cache_dir, env, **interpreter))
 
 
 def test_a_second_process_gets_every_kernel_from_kjit_and_assembles_nothing(daemon, tmp_path, capsys):

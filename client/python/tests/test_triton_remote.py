@@ -200,3 +200,62 @@ def test_a_new_gpu_type_finds_the_kernels_built_ahead_after_kjit_warm(daemon, re
         assert client.stats().compiles == before
     assert on_107["remote"] == {"remote": 3}
     assert on_107["assembles"] == []
+
+
+def fbtriton_interpreter():
+    """(python, triton package directory, PYTHONPATH) of the daemon's
+    fbtriton build with the client beside it (run-tests.sh installs it in
+    $KJIT_FBTRITON_PATH), else skips (fails under CI)."""
+    repo = Path(__file__).resolve().parents[3]
+    pythons = sorted(repo.glob(".deps/triton-builds/fbtriton-*/bin/python"))
+    client_path = os.environ.get("KJIT_FBTRITON_PATH", "")
+    missing = None
+    if not pythons:
+        missing = "no fbtriton build in %s (scripts/install-deps.sh installs it)" % (repo / ".deps/triton-builds")
+    elif not client_path or not (Path(client_path) / "kjit").is_dir():
+        missing = "the client is not installed for fbtriton (client/python/run-tests.sh installs it)"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(missing + ": CI installs it", pytrace=False)
+        pytest.skip(missing)
+    packages = sorted(pythons[0].parent.parent.glob("lib/python3*/site-packages/triton"))
+    return str(pythons[0]), packages[0], client_path
+
+
+def test_fbtriton_compiles_through_kjitd_as_upstream_triton_does(daemon, xdg_cache, tmp_path, capsys):
+    """A process running fbtriton, turned on by KJIT_TRITON=compile (its
+    client is on PYTHONPATH, where no .pth file runs, so the child also
+    installs from code): kjitd routes it to its own fbtriton build, and what
+    lands in Triton's cache directory is what fbtriton compiling locally
+    writes, byte for byte, under the same keys."""
+    python, triton_dir, client_path = fbtriton_interpreter()
+    builds = [b.name for b in kjit.Client(daemon.socket).triton_builds()]
+    fbtriton_builds = [name for name in builds if name.startswith("fbtriton-")]
+    if not fbtriton_builds:
+        pytest.fail("kjitd lists no fbtriton build (it has %s) though %s exists" % (builds, python), pytrace=False)
+    os.environ.pop("KJIT_ADDRESS", None)
+    interpreter = {"python": python, "triton_dir": triton_dir}
+    env = {"PYTHONPATH": client_path, "KJIT_CHILD_OPTIONS": json.dumps({"num_warps": 4})}
+    remote_env = dict(env, KJIT_SOCKET=daemon.socket, KJIT_TRITON="compile", KJIT_CHILD_INSTALL="1",
+                      KJIT_TRITON_NAMESPACE=unique("fbtriton"), XDG_CACHE_HOME=xdg_cache)
+    with kjit.Client(daemon.socket) as client:
+        before = client.stats().compiles
+        remote = run_child(tmp_path, "fb-remote", tmp_path / "fb-remote", remote_env, **interpreter)
+        compiled = client.stats().compiles - before
+        second = run_child(tmp_path, "fb-second", tmp_path / "fb-second", remote_env, **interpreter)
+        assert client.stats().compiles - before == compiled
+    local = run_child(tmp_path, "fb-local", tmp_path / "fb-local", env, **interpreter)
+
+    assert remote["triton"] == local["triton"]
+    assert remote["remote"] == {"remote": 3}, remote["remote"]
+    assert remote["assembles"] == [] and compiled == 3
+    assert second["remote"] == {"remote": 3} and second["assembles"] == []
+    assert remote["hashes"] == local["hashes"] == second["hashes"]
+    assert remote["cubins"] == local["cubins"]
+    mine, theirs = files_of(tmp_path / "fb-remote"), files_of(tmp_path / "fb-local")
+    assert sorted(mine) == sorted(theirs)
+    for name in theirs:
+        assert mine[name] == theirs[name], name
+    with capsys.disabled():
+        print("\nfbtriton %s, 3 kernels: local %.2f s (CPU %.2f s), through kjitd %.2f s (CPU %.2f s)" % (
+            local["triton"], local["seconds"], local["cpu_seconds"], remote["seconds"], remote["cpu_seconds"]))

@@ -256,7 +256,21 @@ def _remote_compile_steps(src, target, options, env_vars):
     for ext in list(stages)[list(stages).index(first_stage):]:
         if ext in files:
             group[file_name + "." + ext] = manager.put(files[ext], file_name + "." + ext)
+    # What this build's compile() does after its stages, in the process: the
+    # metadata as it writes it, then the files it makes from that metadata
+    # and the source (fbtriton: extern_libs by name only, a launch metadata
+    # schema and a standalone launcher's source).
+    compiler_module = sys.modules["triton.compiler.compiler"]
+    sanitize = getattr(compiler_module, "_sanitize_extern_libs", None)
+    if sanitize is not None:
+        merged = sanitize(merged)
     group[metadata_filename] = manager.put(json.dumps(merged, default=vars), metadata_filename, binary=False)
+    if hasattr(backend, "make_launch_metadata"):
+        name = file_name + ".launch_metadata"
+        group[name] = manager.put(json.dumps(backend.make_launch_metadata(merged, src)), name, binary=False)
+    if hasattr(backend, "make_launcher_src"):
+        name = file_name + ".launcher_src"
+        group[name] = manager.put(backend.make_launcher_src(merged, src), name, binary=False)
     manager.put_group(metadata_filename, group)
     _count("remote")
     return None, stages_digest
@@ -390,16 +404,19 @@ def _this_build():
     digest = _file_digest(library)
     if distribution is None or digest is None:
         return None
-    _this = ("%s-%s" % (distribution, triton.__version__), digest)
+    _this = ("%s-%s" % distribution, digest)
     known = known if isinstance(known, dict) else {}
     known[stamp] = list(_this)
     _write_json(memo, known)
     return _this
 
 
-def _distribution_of(version: str) -> Optional[str]:
-    """The installed distribution that provides the package `triton` at this
-    version ("triton", "fbtriton", ...)."""
+def _distribution_of(version: str):
+    """(name, version) of the installed distribution that provides the
+    package `triton` at this version ("triton", "fbtriton", ...), as the
+    daemon's worker names its build: by the distribution's own version,
+    which may lack the local part triton.__version__ has ("3.7.4" for
+    fbtriton's "3.7.4+fb")."""
     from importlib import metadata  # noqa: PLC0415
     try:
         candidates = metadata.packages_distributions().get("triton", [])
@@ -407,10 +424,11 @@ def _distribution_of(version: str) -> Optional[str]:
         return None
     for name in candidates:
         try:
-            if metadata.version(name) == version:
-                return name
+            installed = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+        if installed.split("+")[0] == version.split("+")[0]:
+            return name, installed
     return None
 
 
