@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 import time
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 _log = logging.getLogger("kjit.triton")
 
@@ -411,7 +411,7 @@ def _this_build():
     return _this
 
 
-def _distribution_of(version: str):
+def _distribution_of(version: str) -> Optional[Tuple[str, str]]:
     """(name, version) of the installed distribution that provides the
     package `triton` at this version ("triton", "fbtriton", ...), as the
     daemon's worker names its build: by the distribution's own version,

@@ -180,12 +180,6 @@ TEST(DaemonConfig, FleetTargetsAreKnownTargetsNamedOnce) {
   }
 }
 
-}  // namespace
-}  // namespace kjit
-
-namespace kjit {
-namespace {
-
 TEST(ReapiHeaders, NameValueBecomeLowercaseMetadata) {
   EXPECT_EQ(parse_reapi_header("X-Team: ml-infra"), std::make_pair(std::string("x-team"), std::string("ml-infra")));
   EXPECT_EQ(parse_reapi_header("x-empty:"), std::make_pair(std::string("x-empty"), std::string()));
