@@ -93,8 +93,9 @@ std::optional<Status> read_scalar(const std::string& path, const std::string& fi
                                   DaemonConfig& config);
 
 // [triton]: builds (Python environments or interpreters holding `triton`,
-// looked at before the project's .deps/triton-builds), plugins, and its
-// scalars from config_keys() (triton.prestart).
+// looked at before the project's .deps/triton-builds), plugins, the builds
+// the prestarted worker warms, and its scalars from config_keys()
+// (triton.prestart).
 Status read_triton(const toml::node& node, const std::string& path, DaemonConfig& config) {
   const toml::table* table = node.as_table();
   if (!table) return config_error(path, "triton must be a table ([triton])");
@@ -112,6 +113,11 @@ Status read_triton(const toml::node& node, const std::string& path, DaemonConfig
       for (const std::string& entry : config.triton_plugins)
         if (entry.empty() || entry.front() != '/')
           return config_error(path, "triton.plugins: '" + entry + "' is not an absolute path");
+    } else if (k == "prestart_builds") {
+      if (Status s = read_strings(value, path, "triton.prestart_builds", config.triton_prestart_builds); !s) return s;
+      for (const std::string& entry : config.triton_prestart_builds)
+        if (entry.empty())
+          return config_error(path, "triton.prestart_builds: a build's name is empty (\"*\" names every build)");
     } else if (std::optional<Status> scalar = read_scalar("triton." + k, path, value, config)) {
       if (!*scalar) return *scalar;
     } else {

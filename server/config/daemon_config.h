@@ -197,6 +197,11 @@ struct DaemonConfig {
   // (the default build imported) while the daemon starts, so that the first
   // Triton request finds it warm; false: both at the first Triton request.
   bool triton_prestart = true;
+  // [triton] prestart_builds: more builds whose interpreters the prestarted
+  // Triton worker starts besides the default's (names as `kjit toolkits`
+  // lists them; "*": every build found), for fleets whose processes run
+  // several builds (upstream Triton and fbtriton, say).
+  std::vector<std::string> triton_prestart_builds;
 };
 
 

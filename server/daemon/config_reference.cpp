@@ -115,6 +115,11 @@ constexpr StructuredKey k_structured_keys[] = {
      "Triton pass plugin libraries (absolute paths) every build loads; their digests are in "
      "every Triton key; default `[]`",
      k_triton},
+    {"[triton] prestart_builds",
+     "more builds the prestarted Triton worker imports and warms besides the default one (names as "
+     "`kjit toolkits` lists them; `\"*\"`: every build found), so that a process on another build does not "
+     "wait for its interpreter; default `[]`",
+     k_triton},
     {"[cache.reapi] headers",
      "more headers sent with every call to the REAPI server, each `\"Name: value\"`; default `[]`", k_cache},
     {"[fleet] targets",

@@ -176,7 +176,7 @@ Status Daemon::start() {
   discover_triton_builds_on_first_use(
       triton_build_search_of(config_),
       (std::filesystem::temp_directory_path() / ("kjitd-triton-" + std::to_string(::getpid()))).string());
-  if (workers_ && config_.triton_prestart) workers_->prestart_triton();
+  if (workers_ && config_.triton_prestart) workers_->prestart_triton(config_.triton_prestart_builds);
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
   // Toolkit discovery happens here once; workers load what it found.

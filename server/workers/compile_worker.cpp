@@ -164,7 +164,7 @@ Result<WorkerSetup> read_worker_setup(int fd) {
     return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
   WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt,
                   WorkerClass{setup.tileir(), setup.background(), setup.triton()}, {},
-                  setup.triton_warm_build()};
+                  {setup.triton_warm_builds().begin(), setup.triton_warm_builds().end()}};
   for (const worker::TritonBuildSetup& build : setup.triton_builds())
     out.triton_builds.emplace_back(build.python(), build.description());
   if (setup.toolkits_handed()) {
@@ -248,7 +248,8 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
     spdlog::error("compile worker: {}", bounded.error().message);
     return 3;
   }
-  if (setup.worker_class.triton && !setup.triton_warm_build.empty()) warm_triton_build(config, setup.triton_warm_build);
+  if (setup.worker_class.triton)
+    for (const std::string& build : setup.triton_warm_builds) warm_triton_build(config, build);
   worker::Ready ready;
   ready.set_confinement(confinement + "; bounds: " + *bounded + "; class: " + setup.worker_class.name() + priority);
   if (Status sent = write_frame(fd, ready); !sent) return 1;

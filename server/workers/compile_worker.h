@@ -25,8 +25,8 @@ struct WorkerSetup {
   WorkerClass worker_class;
   // A Triton worker's builds: interpreter and description, as the daemon found them.
   std::vector<std::pair<std::string, std::string>> triton_builds;
-  // The build a prestarted Triton worker warms before it says Ready.
-  std::string triton_warm_build;
+  // The builds a prestarted Triton worker warms before it says Ready.
+  std::vector<std::string> triton_warm_builds;
 };
 Result<WorkerSetup> read_worker_setup(int fd);
 

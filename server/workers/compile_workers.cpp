@@ -208,10 +208,35 @@ void CompileWorkers::warm() {
   }
 }
 
-void CompileWorkers::prestart_triton() {
+namespace {
+
+// The default build first, then the others asked for, each once.
+std::vector<std::string> builds_to_warm(const TritonBuild& default_build, const std::vector<std::string>& also_warm) {
+  std::vector<std::string> names = {default_build.name};
+  auto add = [&](const std::string& name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  };
+  for (const std::string& wanted : also_warm) {
+    if (wanted == "*") {
+      for (const TritonBuild& build : triton_builds()) add(build.name);
+    } else if (const TritonBuild* build = find_triton_build(wanted)) {
+      add(build->name);
+    } else {
+      std::string found;
+      for (const TritonBuild& b : triton_builds()) found += (found.empty() ? "" : ", ") + b.name;
+      spdlog::warn("[triton] prestart_builds names '{}', which is not a build found here ({}); not warmed",
+                   wanted, found.empty() ? "none" : found);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+void CompileWorkers::prestart_triton(std::vector<std::string> also_warm) {
   std::lock_guard lock(mutex_);
   if (stopping_ || triton_prestarter_.joinable()) return;
-  triton_prestarter_ = std::thread([this] {
+  triton_prestarter_ = std::thread([this, also_warm = std::move(also_warm)] {
     const TritonBuild* build = default_triton_build();  // the discovery, the first time
     if (!build || stopping()) return;
     const WorkerClass triton{.triton = true};
@@ -219,8 +244,9 @@ void CompileWorkers::prestart_triton() {
       std::lock_guard lock(mutex_);
       if (live_by_class_[triton.index()] > 0) return;
     }
+    const std::vector<std::string> warm = builds_to_warm(*build, also_warm);
     const auto began = std::chrono::steady_clock::now();
-    Result<Worker> worker = acquire(triton, [this] { return stopping(); }, {}, build->name);
+    Result<Worker> worker = acquire(triton, [this] { return stopping(); }, {}, warm);
     {
       std::lock_guard lock(mutex_);
       triton_prestarting_ = false;
@@ -229,8 +255,10 @@ void CompileWorkers::prestart_triton() {
       if (!stopping()) spdlog::warn("{}; Triton workers start with Triton compiles", worker.error().message);
       return;
     }
+    std::string names;
+    for (const std::string& name : warm) names += (names.empty() ? "" : ", ") + name;
     spdlog::info("Triton worker {} ready with {} imported and warm, {} ms after the builds were known",
-                 worker->pid, build->name,
+                 worker->pid, names,
                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
     release(std::move(worker.value()));
   });
@@ -344,7 +372,7 @@ Status CompileWorkers::await_ready(Worker& worker) {
       out.set_python(build.python);
       out.set_description(build.description);
     }
-  setup.set_triton_warm_build(worker.triton_warm_build);
+  for (const std::string& build : worker.triton_warm_builds) setup.add_triton_warm_builds(build);
   if (options_.launch.toolkits_from_daemon) {
     // The worker loads its binary meanwhile, which takes longer than the
     // daemon's discovery: this wait is seldom a wait at all.
@@ -434,7 +462,7 @@ std::vector<CompileWorkers::Worker>::iterator CompileWorkers::idle_to_retire(con
 Result<CompileWorkers::Worker> CompileWorkers::acquire(const WorkerClass& wanted,
                                                        const std::function<bool()>& abandoned,
                                                        const std::string& header_set,
-                                                       const std::string& triton_build) {
+                                                       const std::vector<std::string>& warm_builds) {
   std::unique_lock lock(mutex_);
   std::optional<Worker> retired;  // an idle worker of another class, ended to make room
   for (;;) {
@@ -488,8 +516,8 @@ Result<CompileWorkers::Worker> CompileWorkers::acquire(const WorkerClass& wanted
   Result<Worker> worker = spawn(wanted);
   if (worker) {
     busy_.push_back(worker->pid);
-    if (wanted.triton && !triton_build.empty()) {  // prestart_triton's
-      worker->triton_warm_build = triton_build;
+    if (wanted.triton && !warm_builds.empty()) {  // prestart_triton's
+      worker->triton_warm_builds = warm_builds;
       triton_prestarting_ = true;
     }
   }

@@ -137,10 +137,12 @@ class CompileWorkers {
 
   // Starts one Triton worker for clients, on a thread of its own, once the
   // Triton builds are known (asking for them runs the discovery), with the
-  // default build's interpreter started in it: the first Triton request then
-  // finds Triton imported. Nothing when there is no build or a Triton worker
-  // is live already; a failed start is logged, and compiles start their own.
-  void prestart_triton();
+  // default build's interpreter started in it, and those of `also_warm`
+  // (build names as `kjit toolkits` lists them; "*": every build found): the
+  // first request for each then finds Triton imported. Nothing when there is
+  // no build or a Triton worker is live already; a name no build has is
+  // logged; a failed start is logged, and compiles start their own.
+  void prestart_triton(std::vector<std::string> also_warm = {});
 
   // The toolkits the daemon discovered, given to every worker in its setup
   // (launch.toolkits_from_daemon): workers started before this is called,
@@ -159,18 +161,18 @@ class CompileWorkers {
     // The header sets (affinity_key) of its latest CUDA C++ compiles, most
     // recent last: its precompiled headers are of these.
     std::vector<std::string> header_sets;
-    // A Triton worker's build whose interpreter it starts before Ready.
-    std::string triton_warm_build;
+    // A Triton worker's builds whose interpreters it starts before Ready.
+    std::vector<std::string> triton_warm_builds;
   };
   // A ready worker of `wanted`'s class, started if none is ready and the
   // class may have one more (fewer than max_workers live, or an idle worker
   // of another class to end). Among ready workers, one that compiled
   // `header_set` lately (empty: none wanted), else the one ready longest, so
   // that header sets spread over the workers; a compile never waits while
-  // one of its class is ready. `triton_build` is prestart_triton's: the
-  // Triton worker started for it warms that build before it is ready.
+  // one of its class is ready. `warm_builds` are prestart_triton's: the
+  // Triton worker started for it warms those builds before it is ready.
   Result<Worker> acquire(const WorkerClass& wanted, const std::function<bool()>& abandoned,
-                         const std::string& header_set, const std::string& triton_build = {});
+                         const std::string& header_set, const std::vector<std::string>& warm_builds = {});
   // Under mutex_: whether a worker of `wanted`'s class may start besides
   // those live (the pool's bound and the Tile IR workers' bound); the idle
   // worker of another class to end for one (the one idle longest), else

@@ -34,9 +34,10 @@ def free_port() -> int:
 
 
 class Daemon:
-    def __init__(self, root: Path, extra_args=()):
+    def __init__(self, root: Path, extra_args=(), triton_prestart=False):
         self.root = root
         self.extra_args = list(extra_args)
+        self.triton_prestart = triton_prestart
         self.socket = str(root / "k.sock")
         self.cache_dir = root / "cache"
         self.log = root / "kjitd.log"
@@ -49,10 +50,12 @@ class Daemon:
         env = dict(os.environ, XDG_CACHE_HOME=str(self.root / "xdg-cache"), XDG_RUNTIME_DIR=str(self.root))
         env.pop("KJIT_SOCKET", None)
         # Plaintext TCP, on the loopback, for the tests of TCP addresses.
-        # No Triton worker ahead of a Triton request: each of the suite's
-        # daemons would pay seconds of CPU finding the builds and starting one.
+        # No Triton worker ahead of a Triton request unless asked: each of
+        # the suite's daemons would pay seconds of CPU finding the builds and
+        # starting one.
         command = [str(KJITD), "--socket", self.socket, "--listen", self.tcp, "--insecure-listen",
-                   "--cache-dir", str(self.cache_dir), "--no-triton-prestart"] + self.extra_args
+                   "--cache-dir", str(self.cache_dir)] + ([] if self.triton_prestart else ["--no-triton-prestart"]) + \
+            self.extra_args
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         # Started once health says SERVING, which kjitd says only once its

@@ -180,6 +180,23 @@ TEST(DaemonConfig, FleetTargetsAreKnownTargetsNamedOnce) {
   }
 }
 
+TEST(DaemonConfig, TritonPrestartBuildsAreNamesOrStar) {
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text("[triton]\nprestart_builds = [\"fbtriton-3.7.4\", \"*\"]\n", "t", config));
+  EXPECT_EQ(config.triton_prestart_builds, (std::vector<std::string>{"fbtriton-3.7.4", "*"}));
+  EXPECT_TRUE(DaemonConfig{}.triton_prestart_builds.empty());
+  const std::pair<const char*, const char*> bad[] = {
+      {"[triton]\nprestart_builds = [\"\"]\n", "a build's name is empty"},
+      {"[triton]\nprestart_builds = \"*\"\n", "triton.prestart_builds must be an array of strings"},
+  };
+  for (const auto& [text, message] : bad) {
+    DaemonConfig c;
+    Status s = load_config_text(text, "t", c);
+    ASSERT_FALSE(s) << text;
+    EXPECT_NE(s.error().message.find(message), std::string::npos) << s.error().message;
+  }
+}
+
 TEST(ReapiHeaders, NameValueBecomeLowercaseMetadata) {
   EXPECT_EQ(parse_reapi_header("X-Team: ml-infra"), std::make_pair(std::string("x-team"), std::string("ml-infra")));
   EXPECT_EQ(parse_reapi_header("x-empty:"), std::make_pair(std::string("x-empty"), std::string()));
