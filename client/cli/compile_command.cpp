@@ -69,7 +69,33 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
                   "(VALUE an integer, true/false, or text)");
   cmd->add_option("--triton", args.triton_build,
                   "Triton input: the Triton build to compile with, as `kjit toolkits` names it (default: the daemon's)");
+  cmd->add_option("--triton-edit", args.triton_edits,
+                  "Triton input: an edit to the build's stages after the daemon's, OP:ANCHOR[:PASS] "
+                  "(disable:ttgir/tritongpu-coalesce, insert-after:ttgir/tritongpu-coalesce:cse) or "
+                  "override-stage:STAGE:PASS,PASS,...");
   return cmd;
+}
+
+Result<TritonEdit> parse_triton_edit(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream fields(text);
+  for (std::string part; std::getline(fields, part, ':');) parts.push_back(part);
+  if (!text.empty() && text.back() == ':') parts.emplace_back();
+  TritonEdit edit;
+  if (parts.size() >= 2) edit.op = parts[0];
+  if (edit.op == "override-stage" && parts.size() == 3) {
+    edit.stage = parts[1];
+    std::stringstream passes(parts[2]);
+    for (std::string pass; std::getline(passes, pass, ',');) edit.passes.push_back(pass);
+    return edit;
+  }
+  if (edit.op != "override-stage" && (parts.size() == 2 || parts.size() == 3)) {
+    edit.anchor = parts[1];
+    if (parts.size() == 3) edit.pass = parts[2];
+    return edit;
+  }
+  return make_error(ErrorCode::invalid_argument, "--triton-edit wants OP:ANCHOR[:PASS] or override-stage:STAGE:PASS,..., "
+                                                 "got '" + text + "'");
 }
 
 Result<CompileRequest> build_compile_request(const CompileArgs& args) {
@@ -113,8 +139,13 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
     request.pass_args[pass_arg.substr(0, eq)] = pass_arg.substr(eq + 1);
   }
   const bool triton = input_kind_info(*kind).options == OptionFamily::triton;
-  if (!triton && (!args.triton_options.empty() || !args.triton_build.empty()))
-    return usage("--triton-option and --triton apply to Triton input (.ttir, .ttgir) only");
+  if (!triton && (!args.triton_options.empty() || !args.triton_build.empty() || !args.triton_edits.empty()))
+    return usage("--triton-option, --triton and --triton-edit apply to Triton input (.ttir, .ttgir) only");
+  for (const std::string& text : args.triton_edits) {
+    Result<TritonEdit> edit = parse_triton_edit(text);
+    if (!edit) return edit.error();
+    request.triton_edits.push_back(std::move(*edit));
+  }
   for (const std::string& option : args.triton_options) {
     const size_t eq = option.find('=');
     if (eq == std::string::npos || eq == 0) return usage("--triton-option wants NAME=VALUE, got '" + option + "'");

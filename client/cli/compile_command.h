@@ -28,9 +28,15 @@ struct CompileArgs {
   bool allow_ptx_fallback = false;
   std::vector<std::string> triton_options;  // NAME=VALUE
   std::string triton_build;
+  std::vector<std::string> triton_edits;  // OP:ANCHOR[:PASS], override-stage:STAGE:PASS,...
 };
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);
+
+// One --triton-edit: "disable:ttgir/tritongpu-coalesce",
+// "insert-after:ANCHOR:PASS", "override-stage:ttgir:cse,canonicalize". Its
+// shape only; the daemon checks the op, the names and whether it can act.
+Result<TritonEdit> parse_triton_edit(const std::string& text);
 
 // The request `kjit compile` would send for these arguments (input file read,
 // headers under -I resolved); a usage problem comes back as invalid_argument.

@@ -57,6 +57,8 @@ void add_shape_options(CLI::App* cmd, LaunchArgsCli& args) {
   cmd->add_option("--triton-option", args.compile.triton_options,
                   "Triton input (.ttir, .ttgir): one of Triton's compile options, NAME=VALUE (as kjit compile)");
   cmd->add_option("--triton", args.compile.triton_build, "Triton input: the Triton build to compile with");
+  cmd->add_option("--triton-edit", args.compile.triton_edits,
+                  "Triton input: an edit to the build's stages, OP:ANCHOR[:PASS] (as kjit compile)");
 }
 
 Result<KernelRef> kernel_ref(const LaunchArgsCli& args) {

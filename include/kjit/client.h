@@ -36,6 +36,8 @@ struct CompileRequest {
   // "8"), and the Triton build to use ("triton-3.9.0"; empty: the default).
   std::map<std::string, std::string> triton_options;
   std::string triton_build;
+  // Triton input: edits to the build's stages, after the daemon's own.
+  std::vector<TritonEdit> triton_edits;
 };
 
 // One part of a fatbin answer.

@@ -25,6 +25,19 @@ std::string_view to_string(ArtifactKind kind);
 std::optional<InputKind> parse_input_kind(std::string_view text);
 std::optional<ArtifactKind> parse_artifact_kind(std::string_view text);
 
+// An edit a request makes to its Triton build's stages, after the daemon's
+// own [[edits]]: op is "insert-before", "insert-after", "disable",
+// "replace" or "override-stage"; anchor ("PASS" or "STAGE/PASS") and pass
+// for the inserts, disable and replace; stage and passes for override-stage.
+struct TritonEdit {
+  std::string op;
+  std::string anchor;
+  std::string pass;
+  std::string stage;
+  std::vector<std::string> passes;
+  bool operator==(const TritonEdit&) const = default;
+};
+
 struct Dim3 {
   uint32_t x = 0, y = 0, z = 0;
   bool is_set() const { return x != 0 || y != 0 || z != 0; }

@@ -48,6 +48,16 @@ class Fingerprint {
       add(value);
     }
   }
+  void add(const std::vector<TritonEdit>& edits) {
+    add(std::to_string(edits.size()));
+    for (const TritonEdit& edit : edits) {
+      add(edit.op);
+      add(edit.anchor);
+      add(edit.pass);
+      add(edit.stage);
+      add(edit.passes);
+    }
+  }
   uint64_t digest() const { return XXH3_64bits_digest(state_); }
 
  private:

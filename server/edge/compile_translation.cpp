@@ -8,6 +8,7 @@
 #include "core/input_kinds.h"
 #include "pipeline/compile_options.h"
 #include "pipeline/hip_options.h"
+#include "pipeline/triton_pipeline.h"
 
 namespace kjit {
 namespace {
@@ -93,8 +94,8 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
                                                          std::to_string(config.max_options) + " (limits.max_options)");
   std::vector<std::string> options(request.options().begin(), request.options().end());
   const bool triton = kind_info.options == OptionFamily::triton;
-  if (!triton && (request.triton_options_size() > 0 || !request.triton_build().empty()))
-    return invalid("triton_options and triton_build apply to Triton input only");
+  if (!triton && (request.triton_options_size() > 0 || !request.triton_build().empty() || request.triton_edits_size() > 0))
+    return invalid("triton_options, triton_build and triton_edits apply to Triton input only");
   if (triton) {
     if (!options.empty())
       return invalid("Triton input takes Triton's own options (triton_options: num_warps, num_stages, ...), not "
@@ -117,6 +118,18 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
     if (!checked) return checked.error();
     job.options = std::move(checked.value());
     job.triton_build = (*build)->name;
+    if (static_cast<uint64_t>(request.triton_edits_size()) > config.max_options)
+      return make_error(ErrorCode::resource_exhausted, std::to_string(request.triton_edits_size()) +
+                                                           " Triton edits; the daemon's limit is " +
+                                                           std::to_string(config.max_options) + " (limits.max_options)");
+    for (const v1::TritonEdit& given : request.triton_edits()) {
+      TritonEdit edit{given.op(), given.anchor(), given.pass(), given.stage(), {given.passes().begin(), given.passes().end()}};
+      // Checked here, so that a malformed edit is the caller's error before
+      // any queue; the plan checks it again for jobs that come from recipes.
+      if (Result<PipelineEdit> checked_edit = requested_triton_edit(edit, job.triton_edits.size()); !checked_edit)
+        return checked_edit.error();
+      job.triton_edits.push_back(std::move(edit));
+    }
   } else if (job.target.is_amd()) {
     Result<HipOptions> checked = check_hip_options(job.input_kind, options, job.target.amd_arch());
     if (!checked) return checked.error();
@@ -192,6 +205,14 @@ void to_compile_request(const CompileJob& job, v1::CompileRequest& request) {
       (*request.mutable_triton_options())[option.substr(0, eq)] = eq == std::string::npos ? "" : option.substr(eq + 1);
     }
     request.set_triton_build(job.triton_build);
+    for (const TritonEdit& edit : job.triton_edits) {
+      v1::TritonEdit* out = request.add_triton_edits();
+      out->set_op(edit.op);
+      out->set_anchor(edit.anchor);
+      out->set_pass(edit.pass);
+      out->set_stage(edit.stage);
+      for (const std::string& pass : edit.passes) out->add_passes(pass);
+    }
   } else {
     for (const std::string& option : job.options) request.add_options(option);
   }

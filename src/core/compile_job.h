@@ -28,6 +28,8 @@ struct CompileJob {
   // daemon ("triton-3.9.0"); its Triton options are in `options` as
   // "name=value".
   std::string triton_build;
+  // Triton input: the request's own edits to the build's stages.
+  std::vector<TritonEdit> triton_edits;
   bool operator==(const CompileJob&) const = default;
 };
 
@@ -50,6 +52,7 @@ void for_each_field(Job& job, Visit&& visit) {
   visit("pass_args", job.pass_args);
   visit("allow_ptx_fallback", job.allow_ptx_fallback);
   visit("triton_build", job.triton_build);
+  visit("triton_edits", job.triton_edits);
 }
 
 }  // namespace kjit

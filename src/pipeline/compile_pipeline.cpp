@@ -254,10 +254,21 @@ Result<CompilePlan> CompilePipeline::plan(const CompileJob& job) const {
   }
   // Triton's edits and plugins reach the build's worker as the pass's
   // arguments, so the key has them.
+  // A request's own edits come after the daemon's, as a plugin's come after
+  // the configuration's.
   if (const std::string pass = triton_pass_of(plan.pipeline); !pass.empty()) {
-    if (const std::vector<PipelineEdit>& edits = triton_edits(plan.pipeline.name); !edits.empty())
-      plan.args[pass + "." + std::string(k_triton_edits_arg)] = triton_edits_json(edits);
+    std::vector<PipelineEdit> edits = triton_edits(plan.pipeline.name);
+    for (size_t i = 0; i < job.triton_edits.size(); ++i) {
+      Result<PipelineEdit> edit = requested_triton_edit(job.triton_edits[i], i);
+      if (!edit) return edit.error();
+      edit->scope = plan.pipeline.name;
+      edits.push_back(std::move(*edit));
+    }
+    if (!edits.empty()) plan.args[pass + "." + std::string(k_triton_edits_arg)] = triton_edits_json(edits);
     if (!triton_plugins_json_.empty()) plan.args[pass + "." + std::string(k_triton_plugins_arg)] = triton_plugins_json_;
+  } else if (!job.triton_edits.empty()) {
+    return make_error(ErrorCode::invalid_argument, "triton_edits change a Triton build's stages; pipeline '" +
+                                                       plan.pipeline.name + "' runs none");
   }
 
   KeyInputs inputs{job, plan.pipeline, registry_, toolkit_for(job.target), plan.args, std::nullopt, {},

@@ -30,7 +30,7 @@ daemon=
 other=
 cleanup() {
   for pid in $daemon $other; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  [[ -n "${KJIT_KEEP_WORK:-}" ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 kjit() { "$build/bin/kjit" -s "$work/kjitd.sock" "$@"; }
@@ -178,6 +178,19 @@ expect_refusal "text that is not MLIR" "invalid argument" "$work/bad.ttir" -t cu
 sed 's/tt.get_program_id/tt.no_such_op/' "$first" >"$work/unknown_op.ttir"
 expect_refusal "an unknown op" "invalid argument" "$work/unknown_op.ttir" -t cuda:90
 expect_refusal "an unknown option" "known:" "$first" -t cuda:90 --triton-option no_such_option=1
+
+# A request's own edits: another key, and the pass gone from what ran.
+kjit compile "$first" -t cuda:90 --triton-edit disable:ttgir/tritongpu-coalesce -o "$work/edit.cubin" --json \
+  >"$work/edit.json"
+edited_ttgir=$(json "$work/edit.json" 'd["log"]' | grep "^ttgir passes:" | tr ' ' '\n' || true)
+if [[ $(json "$work/edit.json" 'd["key"]') != $(json "$work/hit1.json" 'd["key"]') ]] &&
+    grep -qx tritongpu-remove-layout-conversions <<<"$edited_ttgir" && ! grep -qx tritongpu-coalesce <<<"$edited_ttgir"; then
+  ok "--triton-edit disable:ttgir/tritongpu-coalesce: another key, and ttgir ran without the pass"
+else
+  fail "--triton-edit: $(head -c 400 "$work/edit.json")"
+fi
+expect_refusal "an edit whose anchor never runs" "invalid argument*no-such-pass" "$first" -t cuda:90 --triton-edit disable:no-such-pass
+expect_refusal "a malformed --triton-edit" "--triton-edit wants" "$first" -t cuda:90 --triton-edit disable
 expect_refusal "num_warps of the wrong type" "integer" "$first" -t cuda:90 --triton-option num_warps=many
 expect_refusal "num_warps=3" "invalid argument" "$first" -t cuda:90 --triton-option num_warps=3
 expect_refusal "ir_override" "not taken by kjit" "$first" -t cuda:90 --triton-option ir_override=/etc/passwd

@@ -70,3 +70,56 @@ def test_a_module_that_does_not_verify_is_invalid_argument_with_tritons_diagnost
         client.compile(broken, target="cuda:90", kind="triton")
     assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert error.value.log or "no_such_op" in str(error.value)
+
+
+def passes_of(log: str, stage: str) -> list:
+    for line in log.splitlines():
+        if line.startswith(stage + " passes:"):
+            return line.split(":", 1)[1].split()
+    raise AssertionError("the log names no %s passes:\n%s" % (stage, log))
+
+
+def test_a_requests_edits_change_the_passes_that_run_and_the_key(client):
+    path = a_ttir()
+    plain = client.compile(path, target="cuda:90")
+    disabled = client.compile(path, target="cuda:90",
+                              triton_edits=[{"op": "disable", "anchor": "ttgir/tritongpu-coalesce"}])
+    assert "tritongpu-coalesce" in passes_of(plain.log, "ttgir")
+    assert "tritongpu-coalesce" not in passes_of(disabled.log, "ttgir")
+    inserted = client.compile(path, target="cuda:90",
+                              triton_edits=[{"op": "insert-after", "anchor": "ttgir/tritongpu-coalesce", "pass": "cse"}])
+    ttgir = passes_of(inserted.log, "ttgir")
+    at = ttgir.index("tritongpu-coalesce")
+    assert ttgir[at + 1] == "cse", ttgir
+    assert len({plain.key, disabled.key, inserted.key}) == 3
+    # The edits are the request's: the next one without them is the plain kernel again.
+    assert client.compile(path, target="cuda:90").key == plain.key
+
+
+@pytest.mark.parametrize("edits, says", [
+    ([{"op": "insert-in-the-middle", "anchor": "cse", "pass": "cse"}], "insert-in-the-middle"),
+    ([{"op": "override-pipeline"}], "override-pipeline"),
+    ([{"op": "insert-after", "anchor": "cse"}], "needs the name of the pass"),
+    ([{"op": "disable", "anchor": "cse", "stage": "ttgir"}], "not a stage"),
+    ([{"op": "disable", "anchor": "no-such-pass"}], "no-such-pass"),
+    ([{"op": "disable", "anchor": "ttir/triton-combine"}], "skips"),
+    ([{"op": "insert-after", "anchor": "ttgir/tritongpu-coalesce", "pass": "no-such-pass"}], "no-such-pass"),
+    ([{"op": "override-stage", "stage": "nowhere", "passes": ["cse"]}], "nowhere"),
+])
+def test_an_edit_that_cannot_act_is_invalid_argument_naming_it(client, edits, says):
+    with pytest.raises(kjit.KjitError) as error:
+        client.compile(a_ttir(), target="cuda:90", triton_edits=edits)
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT, str(error.value)
+    assert "triton_edits[0]" in str(error.value) and says in str(error.value), str(error.value)
+
+
+def test_edits_apply_to_triton_input_only_and_have_a_shape(client):
+    with pytest.raises(kjit.KjitError) as error:
+        client.compile("__global__ void k() {}", target="cuda:90", kind="cuda",
+                       triton_edits=[{"op": "disable", "anchor": "cse"}])
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "Triton input only" in str(error.value)
+    with pytest.raises(ValueError):
+        client.compile(a_ttir(), target="cuda:90", triton_edits=[{"op": "disable", "anchr": "cse"}])
+    with pytest.raises(TypeError):
+        client.compile(a_ttir(), target="cuda:90", triton_edits={"op": "disable"})

@@ -164,6 +164,60 @@ def test_a_plugin_configured_on_the_daemon_reaches_every_process_under_its_own_k
     assert names == {"foo"}
 
 
+# Drops a pass the ttgir stage runs for every kernel, which changes each
+# kernel's TTGIR: a change Triton's key does not know of.
+NO_SCCP = [{"op": "disable", "anchor": "ttgir/sccp"}]
+
+
+def ttgir_of(cache_dir: Path) -> dict:
+    return {p.stem: p.read_text() for p in cache_dir.rglob("*.ttgir")}
+
+
+def test_a_process_asks_for_its_own_edits_and_gets_kernels_under_keys_of_their_own(daemon, remote_env, tmp_path):
+    """KJIT_TRITON_EDITS (or install(edits=...)): kjitd applies the process's
+    edits after its own; the kernels get keys no process without the edits
+    has, a second process with the same edits compiles nothing, and one
+    without them gets Triton's own keys."""
+    env = dict(remote_env, KJIT_TRITON_EDITS=json.dumps(NO_SCCP))
+    with kjit.Client(daemon.socket) as client:
+        before = client.stats().compiles
+        first = run_child(tmp_path, "edited", tmp_path / "edited", env)
+        compiled = client.stats().compiles - before
+        from_code = dict(remote_env, KJIT_CHILD_INSTALL="1", KJIT_CHILD_EDITS=json.dumps(NO_SCCP))
+        del from_code["KJIT_TRITON"]
+        second = run_child(tmp_path, "edited-again", tmp_path / "edited-again", from_code)
+        assert client.stats().compiles - before == compiled
+        plain = run_child(tmp_path, "plain", tmp_path / "plain", remote_env)
+    local = run_child(tmp_path, "local", tmp_path / "local", {})
+    assert first["remote"] == {"remote": 3} and second["remote"] == {"remote": 3}, (first["remote"], second["remote"])
+    assert first["assembles"] == [] and second["assembles"] == [] and compiled == 3
+    assert first["hashes"] == second["hashes"]
+    assert plain["hashes"] == local["hashes"]
+    for name in local["hashes"]:
+        assert first["hashes"][name] != local["hashes"][name], name
+    # The edit ran: no kernel's TTGIR is the one Triton makes.
+    edited, unedited = ttgir_of(tmp_path / "edited"), ttgir_of(tmp_path / "local")
+    assert sorted(edited) == sorted(unedited)
+    for name in unedited:
+        assert edited[name] != unedited[name], name
+
+
+def test_edits_the_daemon_refuses_or_cannot_read_leave_the_kernels_to_the_process(daemon, remote_env, tmp_path):
+    # An anchor in the stage Triton skips for TTIR: kjitd says INVALID_ARGUMENT
+    # and the process compiles each kernel itself, under Triton's own keys.
+    skipped = dict(remote_env, KJIT_TRITON_EDITS=json.dumps([{"op": "disable", "anchor": "ttir/triton-combine"}]))
+    refused = run_child(tmp_path, "refused", tmp_path / "refused", skipped)
+    assert refused["remote"]["local"] == 3, refused["remote"]
+    reasons = [r for r in refused["remote"] if r.startswith("local: kjitd did not compile it")]
+    assert reasons and "triton_edits[0]" in reasons[0] and "skips" in reasons[0], refused["remote"]
+    malformed = dict(remote_env, KJIT_TRITON_EDITS="disable coalesce")
+    unread = run_child(tmp_path, "unread", tmp_path / "unread", malformed)
+    assert unread["remote"]["local"] == 3
+    assert any(r.startswith("local: KJIT_TRITON_EDITS is not a JSON list of edits") for r in unread["remote"])
+    local = run_child(tmp_path, "local", tmp_path / "local", {})
+    assert refused["hashes"] == unread["hashes"] == local["hashes"]
+
+
 def test_processes_started_together_compile_each_kernel_once(daemon, remote_env, tmp_path):
     from test_triton import finish_child, start_child
     # Options no other test compiles with: kernels new to the daemon.
@@ -259,3 +313,40 @@ def test_fbtriton_compiles_through_kjitd_as_upstream_triton_does(daemon, xdg_cac
     with capsys.disabled():
         print("\nfbtriton %s, 3 kernels: local %.2f s (CPU %.2f s), through kjitd %.2f s (CPU %.2f s)" % (
             local["triton"], local["seconds"], local["cpu_seconds"], remote["seconds"], remote["cpu_seconds"]))
+
+
+def test_a_daemon_can_warm_every_build_so_the_first_fbtriton_process_waits_for_none(tmp_path, xdg_cache, capsys):
+    """[triton] prestart_builds = ["*"]: the prestarted Triton worker has
+    every build's interpreter started and warm before any request, and the
+    first fbtriton process compiles through it."""
+    import time
+    from conftest import Daemon
+    python, triton_dir, client_path = fbtriton_interpreter()
+    config = tmp_path / "prestart.toml"
+    config.write_text('[triton]\nprestart_builds = ["*"]\n')
+    (tmp_path / "d").mkdir()
+    daemon = Daemon(tmp_path / "d", extra_args=["--config", str(config)], triton_prestart=True)
+    daemon.start()
+    try:
+        names = sorted(b.name for b in kjit.Client(daemon.socket).triton_builds())
+        assert any(n.startswith("fbtriton-") for n in names), names
+        deadline = time.monotonic() + 300
+        warm = None
+        while warm is None and time.monotonic() < deadline:
+            warm = next((line for line in daemon.log_text().splitlines() if "imported and warm" in line), None)
+            time.sleep(0.2)
+        assert warm is not None, "no Triton worker became warm within 300 s:\n" + daemon.log_text()
+        for name in names:
+            assert name in warm, (name, warm)
+        env = {"PYTHONPATH": client_path, "KJIT_CHILD_OPTIONS": json.dumps({"num_warps": 2}),
+               "KJIT_SOCKET": daemon.socket, "KJIT_TRITON": "compile", "KJIT_CHILD_INSTALL": "1",
+               "KJIT_TRITON_NAMESPACE": unique("fbtriton-warm"), "XDG_CACHE_HOME": xdg_cache}
+        os.environ.pop("KJIT_ADDRESS", None)
+        first = run_child(tmp_path, "fb-first", tmp_path / "fb-first", env, python=python, triton_dir=triton_dir)
+    finally:
+        daemon.stop()
+    assert first["remote"] == {"remote": 3}, first["remote"]
+    assert first["assembles"] == []
+    with capsys.disabled():
+        print("\nfbtriton's first process on a daemon that warmed every build: 3 kernels in %.2f s (CPU %.2f s)" % (
+            first["seconds"], first["cpu_seconds"]))

@@ -34,13 +34,15 @@ KERNELS = [
 def main():
     # KJIT_CHILD_TARGET ("cuda:90", "hip:gfx942"), KJIT_CHILD_OPTIONS (JSON:
     # Triton's options for every kernel), KJIT_CHILD_INSTALL=1: remote compile
-    # turned on from code (kjit.triton.install) rather than by KJIT_TRITON.
+    # turned on from code (kjit.triton.install) rather than by KJIT_TRITON,
+    # with KJIT_CHILD_EDITS (JSON) as its edits.
     backend, _, arch = os.environ.get("KJIT_CHILD_TARGET", "cuda:90").partition(":")
     target = GPUTarget("hip", arch, 64) if backend == "hip" else GPUTarget("cuda", int(arch), 32)
     options = json.loads(os.environ.get("KJIT_CHILD_OPTIONS", "{}")) or None
     if os.environ.get("KJIT_CHILD_INSTALL") == "1":
         import kjit.triton
-        kjit.triton.install(compile=True)
+        edits = os.environ.get("KJIT_CHILD_EDITS")
+        kjit.triton.install(compile=True, edits=json.loads(edits) if edits else None)
     start = time.perf_counter()
     cpu_start = time.process_time()
     cubins = {}

@@ -249,7 +249,7 @@ class _Edits:
         matching = [e for e in self.edits if not e.get("done") and e.get("anchor") in names
                     and e.get("stage") in (None, self.stage)]
         if matching and len(names) != 1:
-            raise JobError("failed_precondition", f"{matching[0]['origin']}: pass {matching[0]['anchor']} is added "
+            raise JobError(_edit_fault(matching[0]['origin']), f"{matching[0]['origin']}: pass {matching[0]['anchor']} is added "
                            f"together with {', '.join(n for n in names if n != matching[0]['anchor'])} by one "
                            "binding of Triton's; an edit cannot single it out")
         for edit in matching:
@@ -358,7 +358,7 @@ def _plain_binding_map():
 def _add_pass_named(pm, name, edit):
     binding = _plain_binding_map().get(name)
     if binding is None:
-        raise JobError("failed_precondition", f"{edit['origin']}: no pass named {name!r} can be added by name "
+        raise JobError(_edit_fault(edit['origin']), f"{edit['origin']}: no pass named {name!r} can be added by name "
                        "(a plugin's pass, or a Triton pass that takes no arguments)")
     binding(pm)
 
@@ -441,6 +441,12 @@ def skipped_stages(stages, ir):
     return names[:names.index(own) + 1] if own in names else []
 
 
+def _edit_fault(origin):
+    """An edit that cannot act is the daemon's configuration's fault
+    (failed_precondition), or the request's when the request made it."""
+    return "invalid_argument" if str(origin).startswith("request ") else "failed_precondition"
+
+
 _EDIT_OPS = ("insert-before", "insert-after", "disable", "replace", "override-stage")
 
 
@@ -461,12 +467,12 @@ def _checked_edits(edits, stages, ir, pipeline_name):
         if op == "override-stage":
             stage, passes = edit.get("stage"), edit.get("passes")
             if stage not in by_name:
-                raise JobError("failed_precondition", f"{origin}: override-stage names stage {stage!r}; "
+                raise JobError(_edit_fault(origin), f"{origin}: override-stage names stage {stage!r}; "
                                f"{pipeline_name} has {', '.join(by_name)}")
             if not by_name[stage]["passes"]:
-                raise JobError("failed_precondition", f"{origin}: stage {stage} runs no MLIR passes to override")
+                raise JobError(_edit_fault(origin), f"{origin}: stage {stage} runs no MLIR passes to override")
             if stage in skipped:
-                raise JobError("failed_precondition", f"{origin}: override-stage {stage} would never run: Triton "
+                raise JobError(_edit_fault(origin), f"{origin}: override-stage {stage} would never run: Triton "
                                f"skips stage{'s' if len(skipped) > 1 else ''} {', '.join(skipped)} for a .{ir} source")
             if not isinstance(passes, list) or not all(isinstance(p, str) and p for p in passes):
                 raise JobError("invalid_argument", f"{origin}: override-stage needs a list of pass names")
@@ -487,10 +493,10 @@ def _checked_edits(edits, stages, ir, pipeline_name):
         candidates = [s for s in stages if in_stage in (None, s["name"])]
         where = [s["name"] for s in candidates if anchor in s["passes"]]
         if not where:
-            raise JobError("failed_precondition", f"{origin}: {op} names anchor pass {anchor!r}, which "
+            raise JobError(_edit_fault(origin), f"{origin}: {op} names anchor pass {anchor!r}, which "
                            f"{in_stage or pipeline_name} does not run for this target and options")
         if all(name in skipped for name in where):
-            raise JobError("failed_precondition", f"{origin}: {op} {anchor} is in stage {where[0]}, which Triton "
+            raise JobError(_edit_fault(origin), f"{origin}: {op} {anchor} is in stage {where[0]}, which Triton "
                            f"skips for a .{ir} source (it is the source's own stage or an earlier one); anchor a "
                            "pass of a later stage")
         entry = {"op": op, "anchor": anchor, "stage": in_stage, "origin": origin}
@@ -1023,7 +1029,7 @@ def compile_job(request):
     for edit in edits:
         if not edit.get("done"):
             what = edit.get("anchor") or edit.get("stage")
-            raise JobError("failed_precondition", f"{edit['origin']}: {edit['op']} {what} found nothing to act on "
+            raise JobError(_edit_fault(edit['origin']), f"{edit['origin']}: {edit['op']} {what} found nothing to act on "
                            "while compiling (Triton added that pass through a path kjit does not see)", log)
 
     binary_ext = "cubin" if target.backend == "cuda" else "hsaco"

@@ -20,8 +20,9 @@ namespace {
 
 // CompileJob's fields on this platform (x86_64, libstdc++): input_kind,
 // input, input_name, target, options, headers, name_expressions, wanted,
-// pipeline, pass_args, allow_ptx_fallback, triton_build. A new field changes the size.
-static_assert(sizeof(CompileJob) == 344,
+// pipeline, pass_args, allow_ptx_fallback, triton_build, triton_edits. A new
+// field changes the size.
+static_assert(sizeof(CompileJob) == 368,
               "CompileJob changed: name the new field in for_each_field (src/core/compile_job.h), give it a key "
               "component in src/pipeline/compile_key.cpp and a line in "
               "EveryFieldThatCanChangeTheArtifactChangesTheKey, then update this size");
@@ -90,10 +91,11 @@ TEST_F(CompileKeyFields, EveryFieldThatCanChangeTheArtifactChangesTheKey) {
       {"input_kind", [](CompileJob& j) { j.input_kind = InputKind::ptx; j.input = ".version 8.5\n"; }, true},
   };
   // Every field for_each_field names has a line here (pass_args, whose
-  // pipeline is the LLVM one, is in the next test).
+  // pipeline is the LLVM one, and triton_edits, which only Triton's takes,
+  // are in tests of their own below).
   CompileJob fields;
   for_each_field(fields, [&](std::string_view name, const auto&) {
-    if (name == "pass_args") return;
+    if (name == "pass_args" || name == "triton_edits") return;
     const bool covered = std::any_of(mutations.begin(), mutations.end(),
                                      [&](const Mutation& m) { return m.field.starts_with(name); });
     EXPECT_TRUE(covered) << "no line here changes CompileJob::" << name;
@@ -124,6 +126,46 @@ TEST_F(CompileKeyFields, PassArgumentsChangeTheKeyAndTheInputNameOfIrDoesNot) {
   CompileJob renamed = base;
   renamed.input_name = "elsewhere.ll";
   EXPECT_EQ(key_of(*pipeline_, renamed), base_key);
+}
+
+// A request's edits to Triton's stages change what the build makes: each
+// edit, its order and its fields are in the key; a pipeline that runs no
+// Triton build refuses them rather than ignoring them.
+TEST_F(CompileKeyFields, TritonEditsOfARequestChangeTheKey) {
+  CompileJob base;
+  base.input_kind = InputKind::triton;
+  base.input = "module {\n}\n";
+  base.input_name = "k.ttir";
+  base.target = parse_target("cuda:90").value();
+  base.triton_build = "triton-3.9.0";
+  const std::string base_key = key_of(*pipeline_, base);
+  ASSERT_FALSE(base_key.empty());
+  const TritonEdit cse{"insert-after", "ttgir/canonicalize", "cse", "", {}};
+  const TritonEdit no_cse{"disable", "cse", "", "", {}};
+  CompileJob one = base;
+  one.triton_edits = {cse};
+  CompileJob two = base;
+  two.triton_edits = {cse, no_cse};
+  CompileJob swapped = base;
+  swapped.triton_edits = {no_cse, cse};
+  CompileJob other_anchor = base;
+  other_anchor.triton_edits = {{"insert-after", "canonicalize", "cse", "", {}}};
+  const std::vector<std::string> keys = {base_key, key_of(*pipeline_, one), key_of(*pipeline_, two),
+                                         key_of(*pipeline_, swapped), key_of(*pipeline_, other_anchor)};
+  for (size_t i = 0; i < keys.size(); ++i)
+    for (size_t j = i + 1; j < keys.size(); ++j) EXPECT_NE(keys[i], keys[j]) << "edits " << i << " and " << j;
+  EXPECT_EQ(key_of(*pipeline_, one), keys[1]) << "the key of one set of edits is not stable";
+
+  CompileJob cuda = cuda_job();
+  cuda.triton_edits = {cse};
+  Result<CompilePlan> refused = pipeline_->plan(cuda);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument) << refused.error().message;
+  CompileJob malformed = base;
+  malformed.triton_edits = {{"override-pipeline", "", "", "", {}}};
+  Result<CompilePlan> bad = pipeline_->plan(malformed);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::invalid_argument) << bad.error().message;
 }
 
 TEST_F(CompileKeyFields, AmdTargetsTheirOptionsAndToolchainsEnterTheKey) {

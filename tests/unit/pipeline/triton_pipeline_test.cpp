@@ -125,5 +125,47 @@ TEST(TritonPipeline, OnlyEditsScopedToATritonPipelineAreTritons) {
             "triton-compile-amd");
 }
 
+TEST(TritonPipeline, ARequestsEditBecomesAnEditNamingItsIndex) {
+  Result<PipelineEdit> insert = requested_triton_edit({"insert-after", "ttgir/canonicalize", "cse", "", {}}, 2);
+  ASSERT_TRUE(insert) << insert.error().message;
+  EXPECT_EQ(insert->op, EditOp::insert_after);
+  EXPECT_EQ(insert->anchor, "ttgir/canonicalize");
+  EXPECT_EQ(insert->pass, "cse");
+  EXPECT_EQ(insert->origin, "request triton_edits[2]");
+  Result<PipelineEdit> stage = requested_triton_edit({"override-stage", "", "", "ttgir", {"cse", "canonicalize"}}, 0);
+  ASSERT_TRUE(stage) << stage.error().message;
+  EXPECT_EQ(stage->stage.name, "ttgir");
+  EXPECT_EQ(stage->stage.passes, (std::vector<std::string>{"cse", "canonicalize"}));
+  const nlohmann::json list = nlohmann::json::parse(triton_edits_json({*insert, *stage}));
+  EXPECT_EQ(list[0]["origin"], "request triton_edits[2]");
+  EXPECT_EQ(list[1]["passes"], nlohmann::json::array({"cse", "canonicalize"}));
+  EXPECT_TRUE(requested_triton_edit({"disable", "cse", "", "", {}}, 0));
+}
+
+TEST(TritonPipeline, AMalformedRequestEditIsTheCallersError) {
+  const std::vector<std::pair<TritonEdit, std::string>> malformed = {
+      {{"", "cse", "x", "", {}}, "no op"},
+      {{"insert-in-the-middle", "cse", "x", "", {}}, "an unknown op"},
+      {{"override-pipeline", "", "", "", {}}, "override-pipeline"},
+      {{"insert-after", "", "cse", "", {}}, "no anchor"},
+      {{"insert-after", "cse", "", "", {}}, "no pass"},
+      {{"replace", "cse", "bad name", "", {}}, "a pass name with a space"},
+      {{"disable", "ttgir/", "", "", {}}, "an anchor with an empty pass"},
+      {{"disable", "a/b/c", "", "", {}}, "an anchor with two slashes"},
+      {{"disable", "cse", "canonicalize", "", {}}, "disable with a pass"},
+      {{"disable", "cse", "", "ttgir", {}}, "disable with a stage"},
+      {{"override-stage", "cse", "", "ttgir", {"cse"}}, "override-stage with an anchor"},
+      {{"override-stage", "", "", "", {"cse"}}, "override-stage without a stage"},
+      {{"override-stage", "", "", "ttgir", {"cse", ""}}, "an empty pass in override-stage"},
+      {{"insert-before", std::string(200, 'a'), "cse", "", {}}, "a climbing name"},
+  };
+  for (const auto& [edit, what] : malformed) {
+    Result<PipelineEdit> checked = requested_triton_edit(edit, 4);
+    ASSERT_FALSE(checked) << what;
+    EXPECT_EQ(checked.error().code, ErrorCode::invalid_argument) << what;
+    EXPECT_NE(checked.error().message.find("triton_edits[4]"), std::string::npos) << checked.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace kjit

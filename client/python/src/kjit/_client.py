@@ -144,16 +144,21 @@ class Client(_Base):
                 name_expressions: Union[str, Sequence[str], None] = None, pipeline: Optional[str] = None,
                 artifact: Any = None, pass_args: Optional[Mapping[str, str]] = None, *, name: Optional[str] = None,
                 allow_ptx_fallback: bool = False, triton_options: Optional[Mapping[str, Any]] = None,
-                triton_build: Optional[str] = None, timeout: Optional[float] = None) -> CompileResult:
+                triton_build: Optional[str] = None, triton_edits: Optional[Sequence[Mapping[str, Any]]] = None,
+                timeout: Optional[float] = None) -> CompileResult:
         """Compiles source (text, bytes, or a pathlib.Path) for target ("cuda:90"; a
         list of targets asks for a fatbin). kind: "cuda", "ptx", "llvm-ir",
         "llvm-bitcode", "hip", "triton"; None infers it from the path's extension or
         the text. For Triton IR: triton_options by Triton's names ({"num_warps": 8}),
-        triton_build the build to use ("triton-3.9.0"; None: the daemon's default);
-        the result's triton_metadata is Triton's metadata (a dict)."""
+        triton_build the build to use ("triton-3.9.0"; None: the daemon's default),
+        triton_edits edits to its stages after the daemon's own ([{"op":
+        "insert-after", "anchor": "ttgir/canonicalize", "pass": "cse"}], as
+        [[edits]] tables say them); the result's triton_metadata is Triton's
+        metadata (a dict)."""
         return self._send(_calls.compile(source, target, kind, headers, options, name_expressions, pipeline, artifact,
                                          pass_args, name=name, allow_ptx_fallback=allow_ptx_fallback,
-                                         triton_options=triton_options, triton_build=triton_build), timeout)
+                                         triton_options=triton_options, triton_build=triton_build,
+                                         triton_edits=triton_edits), timeout)
 
     def describe_pipeline(self, kind: Any = "cuda", target: str = "", pipeline: str = "", *,
                           timeout: Optional[float] = None) -> PipelineDescription:

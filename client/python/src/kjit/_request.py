@@ -4,7 +4,7 @@ building requests from Python values."""
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -218,9 +218,12 @@ class Request:
     pass_args: Optional[Mapping[str, str]] = None
     name: Optional[str] = None
     allow_ptx_fallback: bool = False
-    # Triton IR only: Triton's options by their names, and the build to use.
+    # Triton IR only: Triton's options by their names, the build to use, and
+    # edits to its stages ({"op": "insert-after", "anchor": "ttgir/cse",
+    # "pass": "..."}) applied after the daemon's own.
     triton_options: Optional[Mapping[str, Any]] = None
     triton_build: Optional[str] = None
+    triton_edits: Optional[Sequence[Mapping[str, Any]]] = None
 
     def to_proto(self) -> compiler_pb2.CompileRequest:
         source, name, kind = self.source, self.name, self.kind
@@ -264,7 +267,42 @@ class Request:
             request.triton_options[option] = _triton_value(option, value)
         if self.triton_build:
             request.triton_build = self.triton_build
+        for edit in triton_edits(self.triton_edits):
+            request.triton_edits.add(**edit)
         return request
+
+
+_EDIT_FIELDS = ("op", "anchor", "pass", "stage", "passes")
+
+
+def triton_edits(edits) -> List[Dict[str, Any]]:
+    """Edits to Triton's stages as the wire takes them: each a mapping with an
+    op ("insert-before", "insert-after", "disable", "replace",
+    "override-stage") and the fields it takes, strings (passes: a list of
+    them). The daemon checks what they say; this checks their shape."""
+    if edits is None:
+        return []
+    if isinstance(edits, (str, bytes)) or not isinstance(edits, Sequence):
+        raise TypeError("triton_edits must be a list of edits (mappings), not %s" % type(edits).__name__)
+    checked = []
+    for i, edit in enumerate(edits):
+        if not isinstance(edit, Mapping):
+            raise TypeError("triton_edits[%d] must be a mapping with an op, not %s" % (i, type(edit).__name__))
+        unknown = sorted(set(edit) - set(_EDIT_FIELDS))
+        if unknown:
+            raise ValueError("triton_edits[%d]: unknown field %s; an edit has %s" % (i, unknown[0], ", ".join(_EDIT_FIELDS)))
+        out = {}
+        for field, value in edit.items():
+            if field == "passes":
+                out[field] = _strings(value, "triton_edits[%d].passes" % i)
+            elif isinstance(value, str):
+                out[field] = value
+            else:
+                raise TypeError("triton_edits[%d].%s must be a string, not %s" % (i, field, type(value).__name__))
+        if not out.get("op"):
+            raise ValueError("triton_edits[%d] has no op" % i)
+        checked.append(out)
+    return checked
 
 
 _KEY = re.compile(r"[0-9a-f]{64}")

@@ -69,6 +69,50 @@ def _local(reason: str):
         _reasons_logged.add(reason)
     if first:
         _log.warning("kjit: Triton compiles locally: %s", reason)
+        edits = _call_edits()
+        if edits and not isinstance(edits, str) and edits[0] and "edits" not in _reasons_logged:
+            _reasons_logged.add("edits")
+            _log.warning("kjit: kernels Triton compiles here are compiled without this process's Triton edits "
+                         "(KJIT_TRITON_EDITS or install(edits=...)), under Triton's own keys")
+
+
+_edits = None  # (edits as the wire takes them, their digest): set_edits; None: KJIT_TRITON_EDITS
+
+
+def set_edits(edits) -> None:
+    """This process's own edits to Triton's stages, sent with every compile
+    after the daemon's edits (None: those of KJIT_TRITON_EDITS, if any). They
+    are in each kernel's key, as the daemon's are: a kernel compiled with
+    them is never a hit for a process without them. Kernels this process
+    compiles itself (kjitd unreachable, say) do not get them, and keep
+    Triton's own key."""
+    global _edits
+    if edits is None:
+        _edits = None
+        return
+    from kjit._request import triton_edits  # noqa: PLC0415
+    checked = triton_edits(edits)
+    _edits = (checked, _edits_digest(checked))
+
+
+def _edits_digest(edits) -> str:
+    return hashlib.sha256(json.dumps(edits, sort_keys=True, separators=(",", ":")).encode()).hexdigest() if edits else ""
+
+
+def _call_edits():
+    """(edits, digest) for this process's compiles, or a reason (str) why
+    the environment's cannot be used."""
+    if _edits is not None:
+        return _edits
+    text = os.environ.get("KJIT_TRITON_EDITS", "").strip()
+    if not text:
+        return [], ""
+    from kjit._request import triton_edits  # noqa: PLC0415
+    try:
+        checked = triton_edits(json.loads(text))
+    except (ValueError, TypeError) as error:
+        return "KJIT_TRITON_EDITS is not a JSON list of edits: %s" % str(error).split("\n")[0]
+    return checked, _edits_digest(checked)
 
 
 def install() -> None:
@@ -88,9 +132,9 @@ def install() -> None:
 
 def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Triton's name)
     original = _installed
-    stages_digest = ""
+    key_suffix = ""
     try:
-        reason, stages_digest = _remote_compile(src, target, options, _env_vars)
+        reason, key_suffix = _remote_compile(src, target, options, _env_vars)
     except Exception as error:  # a bug here must never cost the user a kernel
         if type(error).__name__ == "CompilationError":
             # The kernel's own error in the front end: Triton reports it, as always.
@@ -99,48 +143,57 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Tri
     if reason is not None:
         _local(reason)
         return original(src, target=target, options=options, _env_vars=_env_vars)
-    if not stages_digest:
+    if not key_suffix:
         return original(src, target=target, options=options, _env_vars=_env_vars)
-    return _with_stages_key(stages_digest, lambda: original(src, target=target, options=options,
-                                                            _env_vars=_env_vars))
+    return _with_stages_key(key_suffix, lambda: original(src, target=target, options=options,
+                                                         _env_vars=_env_vars))
 
 
-_thread = threading.local()  # .digest: the daemon's stages digest for this thread's compile()
+_thread = threading.local()  # .suffix: what this thread's compile() adds to Triton's key
+
+
+def _key_suffix(stages_digest: str, edits_digest: str) -> str:
+    """What changes in Triton's stages adds to its key, as a stages hook's key
+    would be: the daemon's edits and plugins, then this process's edits.
+    Without either it is empty, and the key is Triton's own."""
+    return ("kjit-stages-" + stages_digest if stages_digest else "") + \
+        ("kjit-edits-" + edits_digest if edits_digest else "")
 
 
 def _stages_hook(*args, **kwargs):
-    """Triton's stages hook, installed once the daemon changes Triton's
-    stages: for a compile() that remote compile served it adds the daemon's
-    stages digest to the key, as the remote compile did, so compile() finds
-    the kernel it stored; for any other it changes nothing. Triton calls it
-    with its stages only on a miss, which for a served kernel would compile
-    here without the daemon's changes under their key: refused."""
-    digest = getattr(_thread, "digest", "")
+    """Triton's stages hook, installed once a compile changes Triton's
+    stages (the daemon's changes or this process's edits): for a compile()
+    that remote compile served it adds what the remote compile added to the
+    key, so compile() finds the kernel it stored; for any other it changes
+    nothing. Triton calls it with its stages only on a miss, which for a
+    served kernel would compile here without those changes under their key:
+    refused."""
+    suffix = getattr(_thread, "suffix", "")
     if not args and not kwargs:
-        return ("kjit-stages-" + digest, digest) if digest else ("", "")
-    if digest:
-        raise RuntimeError("kjit: the kernel kjitd compiled with its Triton edits or plugins is not in Triton's "
+        return (suffix, hashlib.sha256(suffix.encode()).hexdigest()) if suffix else ("", "")
+    if suffix:
+        raise RuntimeError("kjit: the kernel kjitd compiled with Triton edits or plugins is not in Triton's "
                            "cache directory any more; compile again")
     return None
 
 
-def _with_stages_key(digest: str, call):
+def _with_stages_key(suffix: str, call):
     from triton import knobs  # noqa: PLC0415
     if knobs.runtime.add_stages_inspection_hook is not _stages_hook:
         knobs.runtime.add_stages_inspection_hook = _stages_hook
-    _thread.digest = digest
+    _thread.suffix = suffix
     try:
         return call()
     finally:
-        _thread.digest = ""
+        _thread.suffix = ""
 
 
 def _remote_compile(src, target, options, env_vars):
     """Leaves the kernel in Triton's cache directory, compiled by kjitd or
-    found there or in kjitd: (None, the daemon's stages digest for its key)
-    when it did, else (why it did not, "")."""
-    reason, digest = _remote_compile_steps(src, target, options, env_vars)
-    return reason, (digest if reason is None else "")
+    found there or in kjitd: (None, what it added to Triton's key) when it
+    did, else (why it did not, "")."""
+    reason, suffix = _remote_compile_steps(src, target, options, env_vars)
+    return reason, (suffix if reason is None else "")
 
 
 def _remote_compile_steps(src, target, options, env_vars):
@@ -168,17 +221,21 @@ def _remote_compile_steps(src, target, options, env_vars):
     acting = sorted(name for name in env_vars if name not in _OPTION_DEFAULT_ENV_VARS)
     if acting:
         return "Triton's cache-invalidating environment variables are set (%s)" % ", ".join(acting), ""
+    edits = _call_edits()
+    if isinstance(edits, str):
+        return edits, ""
+    edits, edits_digest = edits
     build, why = _daemon_build()
     if build is None:
         return why, ""
     backend_name = "hip" if target.backend == "hip" else "cuda"
     key = get_cache_key(src, backend, parsed, env_vars=env_vars)
-    # The daemon's edits and plugins change Triton's stages: their digest is
-    # in the key as a stages hook's key would be, so a kernel they changed is
-    # never another's hit, and taking them out gives the original key back.
-    stages_digest = build["stages_digest"].get(backend_name, "")
-    if stages_digest:
-        key += "kjit-stages-" + stages_digest
+    # The daemon's edits and plugins, and this process's edits, change
+    # Triton's stages: their digests are in the key as a stages hook's key
+    # would be, so a kernel they changed is never another's hit, and taking
+    # them out gives the original key back.
+    key_suffix = _key_suffix(build["stages_digest"].get(backend_name, ""), edits_digest)
+    key += key_suffix
     key_hash = hashlib.sha256(key.encode("utf-8")).hexdigest()
     file_name = src.name[:150]
     metadata_filename = file_name + ".json"
@@ -188,7 +245,7 @@ def _remote_compile_steps(src, target, options, env_vars):
         return "Triton's cache manager is not kjit's (TRITON_CACHE_MANAGER=%s)" % type(manager).__name__, ""
     if fetch(metadata_filename) is not None:
         _count("remote")  # in this process's directory or in kjitd already
-        return None, stages_digest
+        return None, key_suffix
 
     from kjit import triton as kjit_triton  # noqa: PLC0415
     client = kjit_triton._shared_client()
@@ -232,7 +289,8 @@ def _remote_compile_steps(src, target, options, env_vars):
     from kjit._errors import KjitError  # noqa: PLC0415
     try:
         result = client.compile(front_end, target=target_text, kind="triton", name=file_name + "." + first_stage,
-                                triton_options=sent, triton_build=build["name"], timeout=_compile_timeout())
+                                triton_options=sent, triton_build=build["name"], triton_edits=edits,
+                                timeout=_compile_timeout())
     except KjitError as error:
         return "kjitd did not compile it: %s" % (str(error).splitlines()[0] if str(error) else type(error).__name__), ""
     theirs = result.triton_metadata
@@ -273,7 +331,7 @@ def _remote_compile_steps(src, target, options, env_vars):
         group[name] = manager.put(backend.make_launcher_src(merged, src), name, binary=False)
     manager.put_group(metadata_filename, group)
     _count("remote")
-    return None, stages_digest
+    return None, key_suffix
 
 
 def _as_json(value):

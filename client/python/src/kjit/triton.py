@@ -316,17 +316,26 @@ class KjitCacheManager(CacheManager):
         return path
 
 
-def install(compile: bool = False) -> None:  # noqa: A002  (the documented name)
+def install(compile: bool = False, edits=None) -> None:  # noqa: A002  (the documented name)
     """Makes this process's Triton use kjit, as KJIT_TRITON does from the
     environment: the cache manager (TRITON_CACHE_MANAGER=kjit.triton:KjitCacheManager)
     and, with compile=True, remote compile: the process runs its front end
-    (Python -> TTIR) and kjitd the rest of Triton's pipeline (kjit._triton_remote)."""
+    (Python -> TTIR) and kjitd the rest of Triton's pipeline (kjit._triton_remote).
+
+    edits: this process's own edits to Triton's stages, applied by kjitd after
+    its configured ones, as a list of [[edits]]-like mappings
+    ({"op": "insert-after", "anchor": "ttgir/canonicalize", "pass": "cse"});
+    KJIT_TRITON_EDITS holds the same as JSON. They are in every kernel's key."""
+    if edits is not None and not compile:
+        raise ValueError("edits change Triton's stages in kjitd: they need compile=True")
     os.environ.setdefault("TRITON_CACHE_MANAGER", "kjit.triton:KjitCacheManager")
     from triton import knobs  # noqa: PLC0415
     if knobs.cache.manager_class is None:
         knobs.cache.manager_class = KjitCacheManager
     if compile:
         from kjit import _triton_remote  # noqa: PLC0415
+        if edits is not None:
+            _triton_remote.set_edits(edits)
         _triton_remote.install()
 
 
