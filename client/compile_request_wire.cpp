@@ -53,7 +53,8 @@ Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
   for (const auto& [name, value] : wire.triton_options()) request.triton_options[name] = value;
   request.triton_build = wire.triton_build();
   for (const v1::TritonEdit& edit : wire.triton_edits())
-    request.triton_edits.push_back({edit.op(), edit.anchor(), edit.pass(), edit.stage(), {edit.passes().begin(), edit.passes().end()}});
+    request.triton_edits.push_back(
+        {edit.op(), edit.anchor(), edit.pass(), edit.stage(), {edit.passes().begin(), edit.passes().end()}});
   return request;
 }
 

@@ -94,8 +94,8 @@ Result<TritonEdit> parse_triton_edit(const std::string& text) {
     if (parts.size() == 3) edit.pass = parts[2];
     return edit;
   }
-  return make_error(ErrorCode::invalid_argument, "--triton-edit wants OP:ANCHOR[:PASS] or override-stage:STAGE:PASS,..., "
-                                                 "got '" + text + "'");
+  return make_error(ErrorCode::invalid_argument,
+                    "--triton-edit wants OP:ANCHOR[:PASS] or override-stage:STAGE:PASS,..., got '" + text + "'");
 }
 
 Result<CompileRequest> build_compile_request(const CompileArgs& args) {

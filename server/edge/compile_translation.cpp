@@ -94,7 +94,8 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
                                                          std::to_string(config.max_options) + " (limits.max_options)");
   std::vector<std::string> options(request.options().begin(), request.options().end());
   const bool triton = kind_info.options == OptionFamily::triton;
-  if (!triton && (request.triton_options_size() > 0 || !request.triton_build().empty() || request.triton_edits_size() > 0))
+  if (!triton &&
+      (request.triton_options_size() > 0 || !request.triton_build().empty() || request.triton_edits_size() > 0))
     return invalid("triton_options, triton_build and triton_edits apply to Triton input only");
   if (triton) {
     if (!options.empty())
@@ -119,11 +120,12 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
     job.options = std::move(checked.value());
     job.triton_build = (*build)->name;
     if (static_cast<uint64_t>(request.triton_edits_size()) > config.max_options)
-      return make_error(ErrorCode::resource_exhausted, std::to_string(request.triton_edits_size()) +
-                                                           " Triton edits; the daemon's limit is " +
-                                                           std::to_string(config.max_options) + " (limits.max_options)");
+      return make_error(ErrorCode::resource_exhausted,
+                        std::to_string(request.triton_edits_size()) + " Triton edits; the daemon's limit is " +
+                            std::to_string(config.max_options) + " (limits.max_options)");
     for (const v1::TritonEdit& given : request.triton_edits()) {
-      TritonEdit edit{given.op(), given.anchor(), given.pass(), given.stage(), {given.passes().begin(), given.passes().end()}};
+      TritonEdit edit{
+          given.op(), given.anchor(), given.pass(), given.stage(), {given.passes().begin(), given.passes().end()}};
       // Checked here, so that a malformed edit is the caller's error before
       // any queue; the plan checks it again for jobs that come from recipes.
       if (Result<PipelineEdit> checked_edit = requested_triton_edit(edit, job.triton_edits.size()); !checked_edit)

@@ -162,8 +162,12 @@ Result<WorkerSetup> read_worker_setup(int fd) {
   worker::Setup setup;
   if (read_frame(fd, bytes, std::nullopt) != FrameRead::ok || !setup.ParseFromString(bytes))
     return make_error(ErrorCode::internal, "compile worker: no setup from the daemon");
-  WorkerSetup out{setup.config_text(), setup.config_path(), setup.private_dir(), std::nullopt,
-                  WorkerClass{setup.tileir(), setup.background(), setup.triton()}, {},
+  WorkerSetup out{setup.config_text(),
+                  setup.config_path(),
+                  setup.private_dir(),
+                  std::nullopt,
+                  WorkerClass{setup.tileir(), setup.background(), setup.triton()},
+                  {},
                   {setup.triton_warm_builds().begin(), setup.triton_warm_builds().end()}};
   for (const worker::TritonBuildSetup& build : setup.triton_builds())
     out.triton_builds.emplace_back(build.python(), build.description());

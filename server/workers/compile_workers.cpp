@@ -224,8 +224,8 @@ std::vector<std::string> builds_to_warm(const TritonBuild& default_build, const 
     } else {
       std::string found;
       for (const TritonBuild& b : triton_builds()) found += (found.empty() ? "" : ", ") + b.name;
-      spdlog::warn("[triton] prestart_builds names '{}', which is not a build found here ({}); not warmed",
-                   wanted, found.empty() ? "none" : found);
+      spdlog::warn("[triton] prestart_builds names '{}', which is not a build found here ({}); not warmed", wanted,
+                   found.empty() ? "none" : found);
     }
   }
   return names;
@@ -246,7 +246,8 @@ void CompileWorkers::prestart_triton(std::vector<std::string> also_warm) {
     }
     const std::vector<std::string> warm = builds_to_warm(*build, also_warm);
     const auto began = std::chrono::steady_clock::now();
-    Result<Worker> worker = acquire(triton, [this] { return stopping(); }, {}, warm);
+    Result<Worker> worker = acquire(
+        triton, [this] { return stopping(); }, {}, warm);
     {
       std::lock_guard lock(mutex_);
       triton_prestarting_ = false;
@@ -257,9 +258,9 @@ void CompileWorkers::prestart_triton(std::vector<std::string> also_warm) {
     }
     std::string names;
     for (const std::string& name : warm) names += (names.empty() ? "" : ", ") + name;
-    spdlog::info("Triton worker {} ready with {} imported and warm, {} ms after the builds were known",
-                 worker->pid, names,
-                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
+    spdlog::info(
+        "Triton worker {} ready with {} imported and warm, {} ms after the builds were known", worker->pid, names,
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
     release(std::move(worker.value()));
   });
 }

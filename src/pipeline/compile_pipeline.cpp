@@ -267,8 +267,8 @@ Result<CompilePlan> CompilePipeline::plan(const CompileJob& job) const {
     if (!edits.empty()) plan.args[pass + "." + std::string(k_triton_edits_arg)] = triton_edits_json(edits);
     if (!triton_plugins_json_.empty()) plan.args[pass + "." + std::string(k_triton_plugins_arg)] = triton_plugins_json_;
   } else if (!job.triton_edits.empty()) {
-    return make_error(ErrorCode::invalid_argument, "triton_edits change a Triton build's stages; pipeline '" +
-                                                       plan.pipeline.name + "' runs none");
+    return make_error(ErrorCode::invalid_argument,
+                      "triton_edits change a Triton build's stages; pipeline '" + plan.pipeline.name + "' runs none");
   }
 
   KeyInputs inputs{job, plan.pipeline, registry_, toolkit_for(job.target), plan.args, std::nullopt, {},

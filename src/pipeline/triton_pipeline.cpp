@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <optional>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/input_kinds.h"
 #include "pipeline/cache_key.h"
@@ -27,9 +27,15 @@ bool takes_triton(const std::string& pipeline_name) {
 constexpr size_t k_max_name_bytes = 128;
 
 bool is_pass_name(std::string_view name) {
-  return !name.empty() && name.size() <= k_max_name_bytes &&
-         std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+  return !name.empty() && name.size() <= k_max_name_bytes && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// A request's text in a message, cut short: it may be anything.
+std::string shown(std::string_view text) {
+  constexpr size_t k_shown = 80;
+  return "'" + std::string(text.substr(0, k_shown)) + (text.size() > k_shown ? "...'" : "'");
 }
 
 // "canonicalize", or "ttgir/canonicalize": that stage's first one.
@@ -46,16 +52,18 @@ Result<PipelineEdit> requested_triton_edit(const TritonEdit& edit, size_t index)
   auto invalid = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, where + ": " + why); };
   std::optional<EditOp> op = parse_edit_op(edit.op);
   if (!op || *op == EditOp::override_pipeline)
-    return invalid("op '" + edit.op + "' is not insert-before, insert-after, disable, replace or override-stage" +
+    return invalid("op " + shown(edit.op) + " is not insert-before, insert-after, disable, replace or override-stage" +
                    (op ? " (Triton's pipeline cannot be overridden whole)" : ""));
   PipelineEdit out;
   out.op = *op;
   out.origin = "request " + where;
   if (*op == EditOp::override_stage) {
-    if (!edit.anchor.empty() || !edit.pass.empty()) return invalid("override-stage takes a stage and passes, no anchor or pass");
-    if (!is_pass_name(edit.stage)) return invalid("override-stage needs a stage name such as 'ttgir', not '" + edit.stage + "'");
+    if (!edit.anchor.empty() || !edit.pass.empty())
+      return invalid("override-stage takes a stage and passes, no anchor or pass");
+    if (!is_pass_name(edit.stage))
+      return invalid("override-stage needs a stage name such as 'ttgir', not " + shown(edit.stage));
     for (const std::string& pass : edit.passes)
-      if (!is_pass_name(pass)) return invalid("'" + pass + "' is not an MLIR pass name");
+      if (!is_pass_name(pass)) return invalid(shown(pass) + " is not an MLIR pass name");
     out.stage.name = edit.stage;
     out.stage.passes = edit.passes;
     return out;
@@ -64,15 +72,15 @@ Result<PipelineEdit> requested_triton_edit(const TritonEdit& edit, size_t index)
     return invalid(std::string(to_string(*op)) + " takes an anchor" + (*op == EditOp::disable ? "" : " and a pass") +
                    ", not a stage or passes");
   if (!is_anchor(edit.anchor))
-    return invalid(std::string(to_string(*op)) + " needs an anchor pass ('canonicalize' or 'ttgir/canonicalize'), not '" +
-                   edit.anchor + "'");
+    return invalid(std::string(to_string(*op)) +
+                   " needs an anchor pass ('canonicalize' or 'ttgir/canonicalize'), not " + shown(edit.anchor));
   out.anchor = edit.anchor;
   if (*op == EditOp::disable) {
     if (!edit.pass.empty()) return invalid("disable takes an anchor only, not a pass");
     return out;
   }
   if (!is_pass_name(edit.pass))
-    return invalid(std::string(to_string(*op)) + " needs the name of the pass it adds, not '" + edit.pass + "'");
+    return invalid(std::string(to_string(*op)) + " needs the name of the pass it adds, not " + shown(edit.pass));
   out.pass = edit.pass;
   return out;
 }

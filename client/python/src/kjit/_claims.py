@@ -14,6 +14,8 @@ the next waiter compiles at once) as soon as it does not:
   that is killed closes its connection, which ends the call in the daemon).
 - A compile does not nest in another on one thread: a claim its thread still
   holds when it takes another belongs to a compile that has ended.
+- A compile that has ended and whose group is being stored behind it
+  (kjit._uploads) keeps its claim until the group is stored.
 - At exit, every claim still held is given up.
 """
 
@@ -54,7 +56,8 @@ class ClaimHolder:
         thread = threading.get_ident()
         with self._lock:
             self._after_fork()
-            for other in [n for n, held in self._held.items() if held.thread == thread]:
+            # Those kept for a group being stored are not the thread's compile.
+            for other in [n for n, held in self._held.items() if held.thread == thread and held.frame is not None]:
                 self._held.pop(other).claim.cancel()
             previous = self._held.pop(name, None)
             if previous is not None:
@@ -63,6 +66,15 @@ class ClaimHolder:
             if self._watcher is None:
                 self._watcher = threading.Thread(target=self._watch, name="kjit-claims", daemon=True)
                 self._watcher.start()
+
+    def keep(self, name: Hashable) -> None:
+        """The compile has ended and its group is on its way to kjitd (stored
+        behind it, kjit._uploads): the claim is kept until finish(), not
+        only while the compile runs."""
+        with self._lock:
+            held = self._held.get(name)
+            if held is not None:
+                held.frame = None
 
     def finish(self, name: Hashable) -> None:
         """The group was put (or could not be): the claim has served."""
@@ -103,6 +115,8 @@ class ClaimHolder:
 
 
 def _running(held: _Held, stacks) -> bool:
+    if held.frame is None:  # kept until finish()
+        return True
     frame = stacks.get(held.thread)
     while frame is not None:
         if frame is held.frame:

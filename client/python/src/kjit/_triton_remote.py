@@ -134,12 +134,16 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Tri
     original = _installed
     key_suffix = ""
     try:
-        reason, key_suffix = _remote_compile(src, target, options, _env_vars)
+        reason, key_suffix = _remote_compile(src, target, options, _env_vars, sys._getframe())
     except Exception as error:  # a bug here must never cost the user a kernel
+        reason = "kjit's remote compile failed: %s: %s" % (type(error).__name__, str(error).split("\n")[0])
         if type(error).__name__ == "CompilationError":
             # The kernel's own error in the front end: Triton reports it, as always.
+            _end_claim(give_up=True)
             return original(src, target=target, options=options, _env_vars=_env_vars)
-        reason = "kjit's remote compile failed: %s: %s" % (type(error).__name__, str(error).split("\n")[0])
+    # A served kernel's group store ends its claim; one that was not served
+    # gives it up here, before Triton's compile() takes one of its own.
+    _end_claim(give_up=reason is not None)
     if reason is not None:
         _local(reason)
         return original(src, target=target, options=options, _env_vars=_env_vars)
@@ -188,15 +192,23 @@ def _with_stages_key(suffix: str, call):
         _thread.suffix = ""
 
 
-def _remote_compile(src, target, options, env_vars):
+def _remote_compile(src, target, options, env_vars, compiling):
     """Leaves the kernel in Triton's cache directory, compiled by kjitd or
     found there or in kjitd: (None, what it added to Triton's key) when it
-    did, else (why it did not, "")."""
-    reason, suffix = _remote_compile_steps(src, target, options, env_vars)
+    did, else (why it did not, ""). `compiling` is the frame of the compile()
+    call, which a claim on the kernel lives with."""
+    reason, suffix = _remote_compile_steps(src, target, options, env_vars, compiling)
     return reason, (suffix if reason is None else "")
 
 
-def _remote_compile_steps(src, target, options, env_vars):
+def _end_claim(give_up: bool) -> None:
+    name = getattr(_thread, "claim", None)
+    _thread.claim = None
+    if give_up and name is not None and "kjit._claims" in sys.modules:
+        sys.modules["kjit._claims"].holder.finish(name)
+
+
+def _remote_compile_steps(src, target, options, env_vars, compiling):
     from triton import knobs  # noqa: PLC0415
     from triton.compiler.compiler import ASTSource, make_backend  # noqa: PLC0415
     from triton._C.libtriton import get_cache_invalidating_env_vars, ir  # noqa: PLC0415
@@ -240,14 +252,18 @@ def _remote_compile_steps(src, target, options, env_vars):
     file_name = src.name[:150]
     metadata_filename = file_name + ".json"
     manager = get_cache_manager(key_hash)
-    fetch = getattr(manager, "fetch_group", None)
-    if fetch is None:
+    claim_group = getattr(manager, "claim_group", None)
+    if claim_group is None:
         return "Triton's cache manager is not kjit's (TRITON_CACHE_MANAGER=%s)" % type(manager).__name__, ""
-    if fetch(metadata_filename) is not None:
-        _count("remote")  # in this process's directory or in kjitd already
+    from kjit import triton as kjit_triton  # noqa: PLC0415
+    # In this process's directory or in kjitd already, or compiled by the
+    # process that holds its claim; else this process holds it until it puts
+    # the group (or _end_claim gives it up).
+    _thread.claim = (kjit_triton._namespace(), key_hash, metadata_filename)
+    if claim_group(metadata_filename, compiling) is not None:
+        _count("remote")
         return None, key_suffix
 
-    from kjit import triton as kjit_triton  # noqa: PLC0415
     client = kjit_triton._shared_client()
     if client is None:
         return "kjitd cannot be reached", ""

@@ -45,11 +45,13 @@ import os
 import sys
 import threading
 import time
+from types import FrameType
 from typing import Dict, Optional
 
 from triton.runtime.cache import CacheManager, FileCacheManager
 
 from kjit._direct import DirectReader, remember_grant
+from kjit._uploads import uploads
 
 __all__ = ["KjitCacheManager", "install", "remote_compile_stats"]
 
@@ -204,11 +206,17 @@ class KjitCacheManager(CacheManager):
         path = self._local.put(data, filename, binary=True)
         client = self._remote(filename)
         if client is not None:
-            from kjit._errors import KjitError  # noqa: PLC0415
-            try:
-                client.put_blob(_namespace(), self.key, filename, data)
-            except KjitError as error:
-                _failed(error)
+            namespace, key = _namespace(), self.key
+
+            def store():
+                from kjit._errors import KjitError  # noqa: PLC0415
+                try:
+                    client.put_blob(namespace, key, filename, data)
+                except KjitError as error:
+                    _failed(error)
+
+            # Stored behind the compile: this process reads its own directory.
+            uploads.submit(store, len(data))
         return path
 
     def get_group(self, filename: str) -> Optional[Dict[str, str]]:
@@ -218,8 +226,16 @@ class KjitCacheManager(CacheManager):
         return self._lookup(filename, lambda: caller.f_back or caller)
 
     def fetch_group(self, filename: str) -> Optional[Dict[str, str]]:
-        """get_group without a claim: what remote compile looks for first."""
+        """get_group without a claim."""
         return self._lookup(filename, None)
+
+    def claim_group(self, filename: str, compiling: FrameType) -> Optional[Dict[str, str]]:
+        """get_group for remote compile, before its front end: a miss takes the
+        kernel's claim, held while `compiling` (the frame of the compile that
+        will put the group) waits on its call, or waits for another
+        process's compile of it, so that processes started together run the
+        front end of a kernel once, not each."""
+        return self._lookup(filename, lambda: compiling)
 
     def _lookup(self, filename: str, compiling) -> Optional[Dict[str, str]]:
         """The group from the local directory, kjitd's disk tier directly, or
@@ -304,15 +320,26 @@ class KjitCacheManager(CacheManager):
     def put_group(self, filename: str, group: Dict[str, str]):
         path = self._local.put_group(filename, group)
         client = self._remote(filename)
-        if client is not None:
+        name = (_namespace(), self.key, filename)
+        claims = sys.modules.get("kjit._claims")
+        if claims is not None:
+            claims.holder.keep(name)  # past the compile, until the group is stored
+        members = list(group)
+
+        def store():
             from kjit._errors import KjitError  # noqa: PLC0415
             try:
-                client.put_blob_group(_namespace(), self.key, filename, list(group))
+                if client is not None:
+                    client.put_blob_group(name[0], name[1], filename, members)
             except KjitError as error:
                 _failed(error)
-        # The put ended this kernel's claim in kjitd (or, failed, gives it up).
-        if "kjit._claims" in sys.modules:
-            sys.modules["kjit._claims"].holder.finish((_namespace(), self.key, filename))
+            finally:
+                # The put ended this kernel's claim in kjitd (or, failed, gives it up).
+                if claims is not None:
+                    claims.holder.finish(name)
+
+        # After the members' stores, on the same queue.
+        uploads.submit(store, 0)
         return path
 
 
