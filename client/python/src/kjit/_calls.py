@@ -43,7 +43,7 @@ def _nothing(response) -> None:
 # Compiler --------------------------------------------------------------------
 
 def compile(source, target, kind, headers, options, name_expressions, pipeline, artifact, pass_args, *,  # noqa: A001
-            name, allow_ptx_fallback, triton_options, triton_build, triton_edits=None) -> Call:
+            name, allow_ptx_fallback, triton_options, triton_build, triton_edits) -> Call:
     request = Request(source, target, kind, headers, options, name_expressions, pipeline, artifact, pass_args,
                       name, allow_ptx_fallback, triton_options, triton_build, triton_edits).to_proto()
     return Call("compiler.Compile", request, _read(CompileResult))
