@@ -8,7 +8,7 @@
 #include "core/input_kinds.h"
 #include "pipeline/compile_options.h"
 #include "pipeline/hip_options.h"
-#include "pipeline/triton_pipeline.h"
+#include "pipeline/triton_request_edit.h"
 
 namespace kjit {
 namespace {

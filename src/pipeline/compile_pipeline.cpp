@@ -10,6 +10,7 @@
 #include "pipeline/amd_passes.h"
 #include "pipeline/cache_key.h"
 #include "pipeline/triton_pipeline.h"
+#include "pipeline/triton_request_edit.h"
 #include "pipeline/builtin_passes.h"
 #include "pipeline/compile_key.h"
 #include "pipeline/default_pipelines.h"

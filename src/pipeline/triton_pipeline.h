@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "backends/triton/triton_compile.h"
-#include "core/compile_job.h"
 #include "pipeline/pipeline_spec.h"
 
 namespace kjit {
@@ -26,13 +25,6 @@ std::string triton_pass_of(const PipelineSpec& pipeline);
 // True for an edit that acts on Triton's stages: scoped to a pipeline that
 // takes Triton IR.
 bool is_triton_edit(const PipelineEdit& edit);
-
-// A request's edit (CompileRequest.triton_edits[index]) as a pipeline edit
-// whose origin names it, after checking its shape: a known op other than
-// override-pipeline, the fields that op takes and no others, well-formed
-// pass and stage names. Whether its anchor runs is the worker's to say,
-// which knows the build's stages. Anything wrong is invalid_argument.
-Result<PipelineEdit> requested_triton_edit(const TritonEdit& edit, size_t index);
 
 // The edits as the worker script takes them (a JSON list).
 std::string triton_edits_json(const std::vector<PipelineEdit>& edits);

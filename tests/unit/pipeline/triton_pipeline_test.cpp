@@ -9,6 +9,7 @@
 
 #include "pipeline/cache_key.h"
 #include "pipeline/triton_pipeline.h"
+#include "pipeline/triton_request_edit.h"
 
 namespace kjit {
 namespace {
