@@ -22,14 +22,7 @@ void to_wire(const CompileRequest& request, v1::CompileRequest& wire) {
   for (const std::string& target : request.targets) wire.add_targets(target);
   for (const auto& [name, value] : request.triton_options) (*wire.mutable_triton_options())[name] = value;
   wire.set_triton_build(request.triton_build);
-  for (const TritonEdit& edit : request.triton_edits) {
-    v1::TritonEdit* out = wire.add_triton_edits();
-    out->set_op(edit.op);
-    out->set_anchor(edit.anchor);
-    out->set_pass(edit.pass);
-    out->set_stage(edit.stage);
-    for (const std::string& pass : edit.passes) out->add_passes(pass);
-  }
+  for (const TritonEdit& edit : request.triton_edits) to_proto(edit, *wire.add_triton_edits());
 }
 
 Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
@@ -52,9 +45,7 @@ Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
   request.targets.assign(wire.targets().begin(), wire.targets().end());
   for (const auto& [name, value] : wire.triton_options()) request.triton_options[name] = value;
   request.triton_build = wire.triton_build();
-  for (const v1::TritonEdit& edit : wire.triton_edits())
-    request.triton_edits.push_back(
-        {edit.op(), edit.anchor(), edit.pass(), edit.stage(), {edit.passes().begin(), edit.passes().end()}});
+  for (const v1::TritonEdit& edit : wire.triton_edits()) request.triton_edits.push_back(from_proto(edit));
   return request;
 }
 

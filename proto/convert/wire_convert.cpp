@@ -83,4 +83,16 @@ KernelInfo from_proto(const v1::KernelInfo& info) {
   return out;
 }
 
+void to_proto(const TritonEdit& edit, v1::TritonEdit& out) {
+  out.set_op(edit.op);
+  out.set_anchor(edit.anchor);
+  out.set_pass(edit.pass);
+  out.set_stage(edit.stage);
+  for (const std::string& pass : edit.passes) out.add_passes(pass);
+}
+
+TritonEdit from_proto(const v1::TritonEdit& edit) {
+  return {edit.op(), edit.anchor(), edit.pass(), edit.stage(), {edit.passes().begin(), edit.passes().end()}};
+}
+
 }  // namespace kjit

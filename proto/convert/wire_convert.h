@@ -30,4 +30,7 @@ KernelInfo from_proto(const v1::KernelInfo& info);
 void to_proto(const Dim3& dims, v1::Dim3& out);
 Dim3 from_proto(const v1::Dim3& dims);
 
+void to_proto(const TritonEdit& edit, v1::TritonEdit& out);
+TritonEdit from_proto(const v1::TritonEdit& edit);
+
 }  // namespace kjit

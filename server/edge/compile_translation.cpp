@@ -124,8 +124,7 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
                         std::to_string(request.triton_edits_size()) + " Triton edits; the daemon's limit is " +
                             std::to_string(config.max_options) + " (limits.max_options)");
     for (const v1::TritonEdit& given : request.triton_edits()) {
-      TritonEdit edit{
-          given.op(), given.anchor(), given.pass(), given.stage(), {given.passes().begin(), given.passes().end()}};
+      TritonEdit edit = from_proto(given);
       // Checked here, so that a malformed edit is the caller's error before
       // any queue; the plan checks it again for jobs that come from recipes.
       if (Result<PipelineEdit> checked_edit = requested_triton_edit(edit, job.triton_edits.size()); !checked_edit)
@@ -207,14 +206,7 @@ void to_compile_request(const CompileJob& job, v1::CompileRequest& request) {
       (*request.mutable_triton_options())[option.substr(0, eq)] = eq == std::string::npos ? "" : option.substr(eq + 1);
     }
     request.set_triton_build(job.triton_build);
-    for (const TritonEdit& edit : job.triton_edits) {
-      v1::TritonEdit* out = request.add_triton_edits();
-      out->set_op(edit.op);
-      out->set_anchor(edit.anchor);
-      out->set_pass(edit.pass);
-      out->set_stage(edit.stage);
-      for (const std::string& pass : edit.passes) out->add_passes(pass);
-    }
+    for (const TritonEdit& edit : job.triton_edits) to_proto(edit, *request.add_triton_edits());
   } else {
     for (const std::string& option : job.options) request.add_options(option);
   }
