@@ -384,6 +384,26 @@ Result<std::optional<std::string>> ReapiConnection::read_blob(std::string_view i
   return std::optional<std::string>(std::move(data));
 }
 
+Result<std::vector<ReapiDigest>> ReapiConnection::missing_blobs(std::string_view instance,
+                                                                const std::vector<ReapiDigest>& digests) {
+  Result<ReapiCapabilities> caps = capabilities();
+  if (!caps) return caps.error();
+  if (Status admitted = admit(); !admitted) return admitted.error();
+  re::FindMissingBlobsRequest request;
+  request.set_instance_name(std::string(instance));
+  for (const ReapiDigest& digest : digests) *request.add_blob_digests() = to_wire(digest);
+  request.set_digest_function(digest_function_value(caps->digest_function));
+  re::FindMissingBlobsResponse reply;
+  auto context = make_context(options_.timeout, call_metadata());
+  grpc::Status status = stubs_->cas->FindMissingBlobs(context.get(), request, &reply);
+  settle(!status.ok() && is_server_failure(status.error_code()));
+  if (!status.ok()) return call_error("FindMissingBlobs", status);
+  std::vector<ReapiDigest> missing;
+  for (const re::Digest& digest : reply.missing_blob_digests())
+    missing.push_back(ReapiDigest{digest.hash(), digest.size_bytes()});
+  return missing;
+}
+
 Status ReapiConnection::write_blobs(std::string_view instance,
                                     const std::vector<std::pair<ReapiDigest, std::string_view>>& blobs) {
   Result<ReapiCapabilities> caps = capabilities();

@@ -91,6 +91,8 @@ class ReapiConnection {
   // Uploads blobs (their digests already computed), in as few batch calls
   // as the server's limit allows, and each one past it through ByteStream.
   Status write_blobs(std::string_view instance, const std::vector<std::pair<ReapiDigest, std::string_view>>& blobs);
+  // Of these digests, the ones the store does not have (FindMissingBlobs).
+  Result<std::vector<ReapiDigest>> missing_blobs(std::string_view instance, const std::vector<ReapiDigest>& digests);
 
   // True from the failure that opened the breaker until a call succeeds.
   bool breaker_open() const { return breaker_.is_open(); }

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "cache/reapi_action.h"
 
 namespace kjit {
@@ -39,10 +41,32 @@ Result<ReapiDigest> ReapiStore::action_digest(std::string_view key, std::string_
     std::vector<std::pair<ReapiDigest, std::string_view>> blobs = also;
     blobs.emplace_back(*command_digest, command);
     blobs.emplace_back(*digest, action);
-    if (Status written = connection_->write_blobs(instance, blobs); !written) return written.error();
-    for (const auto& blob : blobs) bytes_written_ += blob.second.size();
+    Result<std::vector<std::pair<ReapiDigest, std::string_view>>> needed = not_stored(instance, std::move(blobs));
+    if (!needed) return needed.error();
+    if (Status written = connection_->write_blobs(instance, *needed); !written) return written.error();
+    for (const auto& blob : *needed) bytes_written_ += blob.second.size();
   }
   return digest;
+}
+
+Result<std::vector<std::pair<ReapiDigest, std::string_view>>> ReapiStore::not_stored(
+    std::string_view instance, std::vector<std::pair<ReapiDigest, std::string_view>> blobs) {
+  uint64_t total = 0;
+  for (const auto& blob : blobs) total += blob.second.size();
+  // Below this, sending the bytes costs less than the round trip that asks.
+  if (total < k_ask_before_uploading_bytes) return blobs;
+  std::vector<ReapiDigest> digests;
+  for (const auto& blob : blobs) digests.push_back(blob.first);
+  Result<std::vector<ReapiDigest>> missing = connection_->missing_blobs(instance, digests);
+  if (!missing) return missing.error();
+  std::lock_guard lock(damaged_mutex_);
+  std::erase_if(blobs, [&](const auto& blob) {
+    // A digest whose bytes this store found damaged is sent again: the
+    // server says it has it, and what it has is wrong.
+    return std::find(missing->begin(), missing->end(), blob.first) == missing->end() &&
+           !damaged_.contains(blob.first.hash);
+  });
+  return blobs;
 }
 
 Result<std::optional<CacheEntry>> ReapiStore::get(std::string_view key) {
@@ -76,6 +100,11 @@ Result<std::optional<CacheEntry>> ReapiStore::get(std::string_view key) {
   if (*actual != (*output)->digest) {
     ++counters_.corruptions;
     ++counters_.misses;
+    {
+      std::lock_guard lock(damaged_mutex_);
+      if (damaged_.size() >= k_damaged_digests_kept) damaged_.clear();
+      damaged_.insert((*output)->digest.hash);
+    }
     spdlog::warn("cache: REAPI tier sent {} bytes for an entry whose digest is {}/{}: refused as corrupt",
                  bytes.size(), (*output)->digest.hash, (*output)->digest.size);
     return std::optional<CacheEntry>();

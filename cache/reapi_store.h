@@ -10,7 +10,9 @@
 // Writes go behind the answer (Options::write_behind): put() queues the
 // encoded entry and returns; one thread uploads the queue, bounded in bytes
 // (an entry past the bound is dropped and counted as skipped). A failed
-// write is counted, never a compile's failure. Thread-safe.
+// write is counted, never a compile's failure. A large upload first asks
+// the server which of its blobs it lacks (FindMissingBlobs), so bytes the
+// CAS already holds are not sent again. Thread-safe.
 //
 // REAPI has neither deletion nor listing: remove() records an ActionResult
 // without the entry (later reads miss), and list() is unimplemented.
@@ -25,6 +27,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "cache/reapi_connection.h"
 #include "cache/store.h"
@@ -79,6 +84,11 @@ class ReapiStore final : public Store {
   // `also` when `upload` is set.
   Result<ReapiDigest> action_digest(std::string_view key, std::string_view instance, bool upload,
                                     const std::vector<std::pair<ReapiDigest, std::string_view>>& also = {});
+  // Of blobs about to be uploaded, those the server lacks (FindMissingBlobs),
+  // asked only when they are large enough for the question to pay; a digest
+  // this store found damaged is always kept.
+  Result<std::vector<std::pair<ReapiDigest, std::string_view>>> not_stored(
+      std::string_view instance, std::vector<std::pair<ReapiDigest, std::string_view>> blobs);
   Status write_now(const std::string& key, const std::string& bytes);
   void write_loop();
 
@@ -86,6 +96,11 @@ class ReapiStore final : public Store {
   Options options_;
   StoreCounters counters_;
   std::atomic<uint64_t> bytes_read_{0}, bytes_written_{0}, write_failures_{0};
+
+  static constexpr uint64_t k_ask_before_uploading_bytes = 256 << 10;
+  static constexpr size_t k_damaged_digests_kept = 4096;
+  std::mutex damaged_mutex_;
+  std::unordered_set<std::string> damaged_;  // digests whose bytes a read refused
 
   mutable std::mutex queue_mutex_;
   std::condition_variable queue_changed_;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -136,6 +137,54 @@ TEST_F(ReapiStoreTest, CorruptedCasBytesAreRefusedAndCounted) {
   Result<std::optional<CacheEntry>> again = reader->get(key_for(4));
   ASSERT_TRUE(again && again->has_value());
   EXPECT_EQ((*again)->artifact.bytes, entry.artifact.bytes);
+}
+
+TEST_F(ReapiStoreTest, BytesTheServerHasCrossOnceAndLostOrDamagedOnesAgain) {
+  std::unique_ptr<ReapiStore> store = open_store();
+  std::string payload(1 << 20, '\0');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>((i * 197) >> 5);
+  const CacheEntry entry = make_entry(key_for(7), payload);
+  ASSERT_TRUE(store->put(entry));
+  const uint64_t first = store->transfer_stats().bytes_written;
+  EXPECT_GE(first, payload.size());
+
+  // The same bytes again (a bundle imported on a second node): the server
+  // says it has every blob, and nothing is sent.
+  ASSERT_TRUE(store->put(entry));
+  EXPECT_EQ(store->transfer_stats().bytes_written, first);
+
+  // The server lost the entry's blob: it is sent again, and read back.
+  Result<ReapiDigest> digest = ReapiConnection::open(options()).value()->digest_of(encode_entry(entry));
+  ASSERT_TRUE(digest);
+  const std::string file = server_.blob_file(digest->hash);
+  ASSERT_FALSE(file.empty()) << "the entry's blob is not in " << server_.cas_directory();
+  ASSERT_EQ(std::remove(file.c_str()), 0);
+  ASSERT_TRUE(store->put(entry));
+  const uint64_t second = store->transfer_stats().bytes_written;
+  EXPECT_GE(second - first, payload.size());
+  std::unique_ptr<ReapiStore> reader = open_store();
+  Result<std::optional<CacheEntry>> got = reader->get(key_for(7));
+  ASSERT_TRUE(got && got->has_value());
+  EXPECT_EQ((*got)->artifact.bytes, payload);
+
+  // Damaged in place: the server still says it has the digest, but a store
+  // that refused those bytes sends them again rather than trust it.
+  {
+    std::fstream bytes(server_.blob_file(digest->hash), std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekp(300'000);
+    bytes.put('!');
+  }
+  got = reader->get(key_for(7));
+  ASSERT_TRUE(got);
+  EXPECT_FALSE(got->has_value()) << "damaged bytes were served";
+  EXPECT_EQ(reader->stats().corruptions, 1u);
+  ASSERT_TRUE(reader->put(entry));
+  EXPECT_GE(reader->transfer_stats().bytes_written, payload.size());
+  // A server that replaces what it has serves the entry again; one that
+  // keeps the first bytes under a digest (BuildGrid) goes on being refused.
+  got = reader->get(key_for(7));
+  ASSERT_TRUE(got);
+  if (got->has_value()) EXPECT_EQ((*got)->artifact.bytes, payload);
 }
 
 TEST_F(ReapiStoreTest, ARemovedEntryIsAMiss) {
