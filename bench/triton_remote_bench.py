@@ -172,9 +172,13 @@ def main():
         return daemon
 
     try:
-        # The digest of this Triton's libtriton.so, computed once per install
-        # and kept: not part of any row.
-        subprocess.run([sys.executable, "-c", "from kjit import _triton_remote as r; r._this_build()"],
+        # What a process through kjitd works out once per install and keeps
+        # (the digest of this Triton's libtriton.so, and Triton's build hash,
+        # which a process without kjit works out at every start): the first
+        # process after an install pays it, as one without kjit does; not
+        # part of any row.
+        subprocess.run([sys.executable, "-c", "from kjit import _triton_remote as r; r._this_build(); r.install(); "
+                        "import triton.runtime.cache as c; c.triton_key()"],
                        env=dict(os.environ, XDG_CACHE_HOME=str(xdg)), check=True)
 
         rows = []

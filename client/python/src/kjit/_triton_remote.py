@@ -117,7 +117,8 @@ def _call_edits():
 
 def install() -> None:
     """Puts the wrapper in place of triton.compile (idempotent). Kernels
-    whose binder Triton already made keep the compile they took then."""
+    whose binder Triton already made keep the compile they took then. Also
+    remembers Triton's build hash per install (kjit._triton_key)."""
     global _installed
     with _lock:
         if _installed is not None:
@@ -128,6 +129,11 @@ def install() -> None:
         _installed = compiler_module.compile
         for module in (triton, triton.compiler, compiler_module):
             module.compile = compile
+        try:
+            from kjit import _triton_key  # noqa: PLC0415
+            _triton_key.install()
+        except Exception as error:  # noqa: BLE001  (Triton works out its hash itself, as without kjit)
+            _log.warning("kjit: Triton's build hash is not remembered: %s", error)
 
 
 def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Triton's name)
