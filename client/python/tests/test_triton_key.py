@@ -84,6 +84,25 @@ def test_any_change_to_what_it_read_works_the_hash_out_again(tmp_path, change):
         assert second != first
 
 
+def test_a_hash_worked_out_while_an_install_changes_the_package_is_not_kept(tmp_path):
+    install = Install(tmp_path / "triton")
+    plain = install.compute
+
+    def during_an_upgrade():
+        key = plain()
+        (install.root / "language" / "new.py").write_text("n = 1\n")
+        later(install.root / "language")
+        return key
+
+    install.compute = during_an_upgrade
+    install.key()
+    assert not os.path.exists(install.memo)
+    install.compute = plain
+    install.key()
+    assert install.key() == plain()
+    assert install.computed == 3  # once during the upgrade, once after it (then kept), once to compare
+
+
 def test_no_memo_directory_or_a_damaged_memo_only_costs_the_hash(tmp_path):
     install = Install(tmp_path / "triton")
     assert _triton_key.remembered(install.compute, "id", str(install.root), None) == install.compute()

@@ -72,15 +72,21 @@ def remembered(compute: Callable[[], str], identity: str, package: str, memo: Op
     if isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("stamps"), dict) \
             and entry["stamps"] and all(_stamp(path) == stamp for path, stamp in entry["stamps"].items()):
         return entry["key"]
+    if memo is None:
+        return compute()
+    # An install replacing files while the hash is worked out changes their
+    # directories: then what was read is not what is stamped, and nothing is kept.
+    directories = {path: _stamp(path) for path in _directories(package)}
     key, read = _computed(compute)
-    if not read or memo is None:
+    if not read:
         return key
     paths = set(read)
     paths.update(os.path.dirname(path) for path in read)
-    paths.update(_directories(package))
+    paths.update(directories)
     stamps = {path: _stamp(path) for path in sorted(paths)}
-    if any(stamp is None for stamp in stamps.values()):
-        return key  # something it read is gone already: nothing to vouch for
+    if any(stamp is None for stamp in stamps.values()) or \
+            any(stamps[path] != stamp for path, stamp in directories.items()):
+        return key
     known[identity] = {"key": key, "stamps": stamps, "at": time.time()}
     for old in sorted(known, key=lambda name: known[name].get("at", 0) if isinstance(known[name], dict) else 0)[
             :max(0, len(known) - _MAX_INSTALLS)]:
