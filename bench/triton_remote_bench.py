@@ -9,7 +9,8 @@ kjitd's default Triton build is the same Triton as the processes'. Rows:
           against the same process compiling locally: wall and the
           process's own CPU (with its children: Triton's ptxas);
 - hit:    a second process with an empty local cache (every kernel in kjitd)
-          against Triton's own local-cache hit (its directory filled);
+          against Triton's own local-cache hit (its directory filled), and
+          the same with Triton's build hash not kept (KJIT_TRITON_KEY_MEMO=0);
 - fleet:  4 and 8 processes started together through a fresh kjitd: the
           compiles the daemon ran, the fleet's wall against one process alone
           compiling locally (and the floor this machine puts under it: the
@@ -206,6 +207,12 @@ def main():
         second = [child("cuda:90", fresh("second"), remote_env(last)) for _ in range(args.reps + 1)]
         rows.append(("hit: empty local cache via kjitd / Triton's own hit", statistics.median(r["wall"] for r in second),
                      statistics.median(r["wall"] for r in own), "<= 1.05"))
+        # The same without Triton's build hash kept: what the hit costs
+        # beyond the hash every Triton process works out at its start.
+        unkept = [child("cuda:90", fresh("second"), dict(remote_env(last), KJIT_TRITON_KEY_MEMO="0"))
+                  for _ in range(args.reps + 1)]
+        rows.append(("  the same, the build hash not kept (KJIT_TRITON_KEY_MEMO=0)",
+                     statistics.median(r["wall"] for r in unkept), statistics.median(r["wall"] for r in own), ""))
 
         fleets, floors = {}, {}
         cores = len(os.sched_getaffinity(0))
