@@ -91,7 +91,8 @@ def remembered(compute: Callable[[], str], identity: str, package: str, memo: Op
     for old in sorted(known, key=lambda name: known[name].get("at", 0) if isinstance(known[name], dict) else 0)[
             :max(0, len(known) - _MAX_INSTALLS)]:
         del known[old]
-    _write(memo, known)
+    from kjit._triton_remote import _write_json  # noqa: PLC0415  (atomic; a failed write costs the next process the hash)
+    _write_json(memo, known)
     return key
 
 
@@ -141,16 +142,3 @@ def _read(memo: Optional[str]) -> Dict:
     except (OSError, ValueError):
         return {}
     return known if isinstance(known, dict) else {}
-
-
-def _write(memo: str, known: Dict) -> None:
-    """Atomically; a directory that cannot be written costs the next process
-    the hash, as without kjit."""
-    try:
-        os.makedirs(os.path.dirname(memo), exist_ok=True)
-        temp = "%s.%d" % (memo, os.getpid())
-        with open(temp, "w", encoding="utf-8") as f:
-            json.dump(known, f)
-        os.replace(temp, memo)
-    except OSError:
-        pass
