@@ -24,7 +24,7 @@ class Install:
         (root / "_C").mkdir()
         self.source = root / "language" / "core.py"
         self.library = root / "_C" / "libtriton.so"
-        self.source.write_text("x = 1\n")
+        self.source.write_text("x = 1  # %s\n" % root.name)
         self.library.write_bytes(b"\x7fELF" + bytes(4096))
         self.memo = str(root.parent / "memo" / "triton-keys.json")
         self.computed = 0
@@ -38,7 +38,7 @@ class Install:
         return "3.9.0-" + digest.hexdigest()
 
     def key(self):
-        return _triton_key.remembered(self.compute, "id", str(self.root), self.memo)
+        return _triton_key.remembered(self.compute, self.root.name, str(self.root), self.memo)
 
 
 def later(path):
@@ -53,7 +53,7 @@ def test_the_hash_is_worked_out_once_and_remembered_with_what_it_read(tmp_path):
     assert first == install.compute() and install.computed == 2
     assert install.key() == first
     assert install.computed == 2, "a second process worked the hash out again"
-    stamps = json.loads(open(install.memo).read())["id"]["stamps"]
+    stamps = json.loads(open(install.memo).read())["triton"]["stamps"]
     for path in (install.source, install.library, install.source.parent, install.root):
         assert str(path) in stamps
 
@@ -68,7 +68,7 @@ def test_any_change_to_what_it_read_works_the_hash_out_again(tmp_path, change):
         new.write_bytes(b"\x7fELF" + bytes(4095) + b"!")
         os.replace(new, install.library)
     elif change == "edited in place":  # the same size, a later time
-        install.source.write_text("x = 2\n")
+        install.source.write_text("x = 2  # triton\n")
         later(install.source)
     elif change == "file added":  # a new module beside one it read
         (install.source.parent / "extra.py").write_text("y = 1\n")
@@ -103,6 +103,22 @@ def test_a_hash_worked_out_while_an_install_changes_the_package_is_not_kept(tmp_
     assert install.computed == 3  # once during the upgrade, once after it (then kept), once to compare
 
 
+def test_threads_working_the_hash_out_together_leave_open_as_it_was(tmp_path):
+    import builtins
+    import threading
+    real_open = builtins.open
+    installs = [Install(tmp_path / ("triton%d" % i)) for i in range(4)]
+    threads = [threading.Thread(target=install.key) for install in installs for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert builtins.open is real_open
+    keys = [install.key() for install in installs]
+    assert keys == [install.compute() for install in installs]
+    assert len(set(keys)) == len(installs)
+
+
 def test_no_memo_directory_or_a_damaged_memo_only_costs_the_hash(tmp_path):
     install = Install(tmp_path / "triton")
     assert _triton_key.remembered(install.compute, "id", str(install.root), None) == install.compute()
@@ -115,7 +131,7 @@ def test_no_memo_directory_or_a_damaged_memo_only_costs_the_hash(tmp_path):
     # from the memo written then (the other 3 are the comparisons').
     assert install.computed == 5
     with open(install.memo) as f:
-        assert "id" in json.load(f)
+        assert "triton" in json.load(f)
 
 
 triton = pytest.importorskip("triton", reason="the triton package is not installed (client/python/run-tests.sh "

@@ -96,22 +96,26 @@ def remembered(compute: Callable[[], str], identity: str, package: str, memo: Op
     return key
 
 
+_recording = threading.Lock()  # one recording at a time, so each puts back the real open
+
+
 def _computed(compute: Callable[[], str]):
     """(compute(), the absolute paths of the files it opened)."""
     read: Set[str] = set()
     this_thread = threading.get_ident()
-    real_open = builtins.open
+    with _recording:
+        real_open = builtins.open
 
-    def recording_open(file, *args, **kwargs):
-        if threading.get_ident() == this_thread and isinstance(file, (str, bytes, os.PathLike)):
-            read.add(os.path.abspath(os.fsdecode(file)))
-        return real_open(file, *args, **kwargs)
+        def recording_open(file, *args, **kwargs):
+            if threading.get_ident() == this_thread and isinstance(file, (str, bytes, os.PathLike)):
+                read.add(os.path.abspath(os.fsdecode(file)))
+            return real_open(file, *args, **kwargs)
 
-    builtins.open = recording_open
-    try:
-        key = compute()
-    finally:
-        builtins.open = real_open
+        builtins.open = recording_open
+        try:
+            key = compute()
+        finally:
+            builtins.open = real_open
     return key, read
 
 

@@ -443,7 +443,7 @@ def _write_json(path: Optional[str], value) -> None:
         return
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        temp = "%s.%d" % (path, os.getpid())
+        temp = "%s.%d.%d" % (path, os.getpid(), threading.get_ident())  # threads of a process write apart
         with open(temp, "w", encoding="utf-8") as f:
             json.dump(value, f)
         os.replace(temp, path)
