@@ -373,6 +373,133 @@ def check_plugin(results, worker, d):
     results.check(not answer["ok"], "a relative plugin path is refused")
 
 
+def proc_times(pid):
+    """(own CPU s, reaped children's CPU s) of a process, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
+def proc_limit(pid, name):
+    with open(f"/proc/{pid}/limits") as f:
+        for line in f:
+            if line.startswith(name):
+                return line[len(name):].split()[0]
+    return None
+
+
+def live_children(pid):
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return f.read().split()
+
+
+def check_history(results, python, d):
+    """A job's bytes do not depend on what the worker compiled before: the
+    persistent matmul for gfx950 after the attention kernel, and first, each
+    equal to a fresh process's (Triton's AMD back end, in place, gave other
+    bytes after the attention kernel)."""
+    if "gfx950" not in d["hip_archs"]:
+        print("  (no gfx950 in this build: skipped)")
+        return
+    entries = {k: (p, o) for k, p, o in corpus(d)}
+    if "persistent_matmul_tma" not in entries or "attention_fwd" not in entries:
+        return
+    path, options = entries["persistent_matmul_tma"]
+    binary, _, _, error = reference(python, path, "hip:gfx950", options)
+    with open(path) as f:
+        source = f.read()
+    request = {"op": "compile", "source": source, "target": parse_target("hip:gfx950"), "options": options}
+    att_path, att_options = entries["attention_fwd"]
+    with open(att_path) as f:
+        attention = {"op": "compile", "source": f.read(), "target": parse_target("hip:gfx950"),
+                     "options": att_options}
+    for order in ("first", "after attention_fwd"):
+        worker = Worker(python)
+        try:
+            worker.ask({"op": "describe"})
+            if order != "first":
+                worker.ask(attention)
+            answer = worker.ask(request)
+        finally:
+            worker.close()
+        if error is not None:
+            results.check(not answer["ok"], f"history: persistent_matmul_tma gfx950 {order}: fails as Triton does")
+            continue
+        got = base64.b64decode(answer["binary_b64"]) if answer.get("ok") else b""
+        results.check(got == binary, f"history: persistent_matmul_tma gfx950 {order}: Triton's bytes",
+                      f"{len(got)} bytes against {len(binary)}")
+        print(f"  persistent_matmul_tma gfx950 {order}: {len(got)} bytes, Triton's {len(binary)}", flush=True)
+
+
+def check_job_children(results, python, d):
+    """Every job runs in a child of the interpreter: the interpreter compiles
+    nothing itself, holds no job's limit, keeps no child, and each job's
+    bounds (CPU, time, memory) are its child's alone, from zero."""
+    with open(GOOD_TTIR) as f:
+        good_source = f.read()
+    good = {"op": "compile", "source": good_source, "target": parse_target("cuda:90"), "options": {"num_warps": 8}}
+    worker = Worker(python)
+    try:
+        worker.ask({"op": "describe"})
+        pid = worker.proc.pid
+        own_before, children_before = proc_times(pid)
+        rss_before = worker.rss_kib()
+        # A stream adding up to far more CPU than each job's bound.
+        jobs = 10
+        answers = [worker.ask(dict(good, options={"num_warps": 2 ** (i % 5)}, bounds={"cpu_seconds": 2}))
+                   for i in range(jobs)]
+        own_after, children_after = proc_times(pid)
+        results.check(all(a["ok"] for a in answers), f"{jobs} jobs each bounded to 2 s of CPU all compile",
+                      str([a.get("message") for a in answers if not a["ok"]]))
+        children_cpu = children_after - children_before
+        results.check(children_cpu > 2, "their children's CPU adds up to more than one job's bound",
+                      f"{children_cpu:.2f} s")
+        own_cpu = own_after - own_before
+        results.check(own_cpu < 0.25 * jobs and own_cpu < children_cpu / 2,
+                      "the interpreter itself compiled nothing (its own CPU is a fraction of its children's)",
+                      f"{own_cpu:.2f} s own, {children_cpu:.2f} s children")
+        rss_after = worker.rss_kib()
+        results.check(rss_after < rss_before + 20 * 1024, "the interpreter's memory stays as it was",
+                      f"{rss_before // 1024} -> {rss_after // 1024} MiB")
+        results.check(proc_limit(pid, "Max cpu time") == "unlimited", "the interpreter has no CPU limit")
+        results.check(proc_limit(pid, "Max address space") == "unlimited", "the interpreter has no memory limit")
+        results.check(not live_children(pid), "no job's child outlives its answer", str(live_children(pid)))
+        print(f"  {jobs} jobs: children {children_cpu:.2f} s of CPU, the interpreter {own_cpu:.2f} s; RSS "
+              f"{rss_before // 1024} -> {rss_after // 1024} MiB", flush=True)
+
+        heavy = {k: (p, o) for k, p, o in corpus(d)}.get("attention_fwd")
+        if heavy is not None:
+            with open(heavy[0]) as f:
+                request = {"op": "compile", "source": f.read(), "target": parse_target("cuda:100"),
+                           "options": heavy[1], "bounds": {"cpu_seconds": 1}}
+            answer = worker.ask(request)
+            results.check(not answer["ok"] and answer.get("code") == "resource_exhausted"
+                          and answer.get("bound") == "cpu", "a job past its CPU bound: resource_exhausted, cpu",
+                          f"{answer.get('code')} {answer.get('bound')} {answer.get('message')}")
+            print(f"  CPU bound: {answer.get('code')} {answer.get('message')}", flush=True)
+            answer = worker.ask(dict(request, bounds={"time_ms": 200}))
+            results.check(not answer["ok"] and answer.get("code") == "deadline_exceeded"
+                          and answer.get("bound") == "time", "a job past its time bound: deadline_exceeded, time",
+                          f"{answer.get('code')} {answer.get('bound')} {answer.get('message')}")
+            results.check(not live_children(pid), "a job stopped at its time bound leaves no process behind",
+                          str(live_children(pid)))
+        # A module whose parse alone needs far more memory than the bound.
+        big = ", ".join("1.0" for _ in range(1 << 20))
+        huge = good_source.replace("module {", "module {\n  tt.func private @kjit_big() -> tensor<1048576xf32> {\n"
+                                   f"    %c = arith.constant dense<[{big}]> : tensor<1048576xf32>\n"
+                                   "    tt.return %c : tensor<1048576xf32>\n  }", 1)
+        answer = worker.ask(dict(good, source=huge, bounds={"memory_bytes": 1 << 20}))
+        results.check(not answer["ok"] and answer.get("code") == "resource_exhausted"
+                      and answer.get("bound") == "memory", "a job past its memory bound: resource_exhausted, memory",
+                      f"{answer.get('code')} {answer.get('bound')} {answer.get('message')}")
+        print(f"  memory bound: {answer.get('code')} {answer.get('message')}", flush=True)
+        after = worker.ask(good)
+        results.check(after["ok"], "a good job after the bounded ones", after.get("message"))
+    finally:
+        worker.close()
+
+
 def check_executables(results, python, d):
     """One child with an audit hook: every program it starts must be one of
     describe's executables."""
@@ -443,6 +570,10 @@ def main():
     results.check(rc == 0, "the child exits 0 at EOF", str(rc))
     print("executables:", flush=True)
     check_executables(results, args.python, d)
+    print("a child per job:", flush=True)
+    check_job_children(results, args.python, d)
+    print("history:", flush=True)
+    check_history(results, args.python, d)
 
     if timings:
         worker_total = sum(t[1] for t in timings)
