@@ -1312,9 +1312,14 @@ def run_in_child(op, request):
                     "message": f"it ran longer than {bounds['time_ms'] / 1000:g} s and was stopped"}
         if chunks and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             try:
-                return json.loads(b"".join(chunks).decode("utf-8"))
+                answer = json.loads(b"".join(chunks).decode("utf-8"))
             except ValueError:
-                pass
+                answer = None
+            if isinstance(answer, dict):
+                # What the job's process cost, for logs and benchmarks.
+                answer["job_process"] = {"cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+                                         "max_rss_kib": usage.ru_maxrss, "seconds": round(elapsed, 3)}
+                return answer
         return _ended(status, usage, bounds, log, elapsed)
     finally:
         log.close()
