@@ -4,20 +4,30 @@
 JOBS ?= $(shell nproc)
 KJITD_ARGS ?=
 
+# Each install, configure, build and test group runs as a stage of
+# scripts/timed-stage.sh: a start line and `stage NAME: N s (exit S)` on
+# stderr, and a row in build/stage-times.tsv (KJIT_STAGE_TIMES), so every log
+# shows what each stage cost. `make test` starts that table afresh and prints
+# it at the end (unless it runs as a stage of something else, such as
+# .ci/run, which then owns the table).
+STAGE = @scripts/timed-stage.sh
+# Set under make -n/-q/-t, where `make test` prints no table.
+dry_run = $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS)))$(findstring t,$(firstword -$(MAKEFLAGS)))
+
 .PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-load test-container test-gpu bench docs-reference format clean
 
 all: build
 
 deps:
-	@scripts/install-deps.sh
+	$(STAGE) deps -- scripts/install-deps.sh
 
 build/build.ninja:
-	cmake --preset default
+	$(STAGE) configure -- cmake --preset default
 
 configure: deps build/build.ninja
 
 build: configure
-	cmake --build build -j $(JOBS)
+	$(STAGE) build -- cmake --build build -j $(JOBS)
 
 # Starts kjitd in the foreground on embedded defaults (unix socket under
 # $XDG_RUNTIME_DIR/kjit or /tmp/kjit-$UID). Pass flags with KJITD_ARGS="...".
@@ -27,26 +37,30 @@ run: build
 # Every test: unit and integration tests in the default build, then the
 # Python client against the daemon, the load and fault tests (tests/load,
 # about a minute), the integration tests and the load and fault tests again
-# under AddressSanitizer + UBSan, then the fuzzers.
-test: test-default test-python test-load test-asan test-fuzz
+# under AddressSanitizer + UBSan, then the fuzzers. Made by a second make, so
+# that the table of stage times prints also when one of them fails (then
+# make test fails with that make's status).
+test:
+	@[ -n "$$KJIT_STAGE_PARENT" ] || scripts/timed-stage.sh --reset
+	+@status=0; $(MAKE) --no-print-directory test-default test-python test-load test-asan test-fuzz || status=$$?; \
+	  $(if $(dry_run),,scripts/timed-stage.sh --summary;) exit $$status
 
 test-default: build
-	ctest --preset default -j 2 -LE 'gpu|load'
+	$(STAGE) test-default -- ctest --preset default -j 2 -LE 'gpu|load'
 
 # The Python client (client/python) against build/bin/kjitd, from a virtual
 # environment in build/python-venv (reinstalled only when it changed).
 test-python: build
-	client/python/run-tests.sh
-	tests/docs/run_examples.py --lang python
+	$(STAGE) test-python -- sh -c 'client/python/run-tests.sh && tests/docs/run_examples.py --lang python'
 
 # The load and fault scenarios (tests/load/run.py, label "load"): real kjitd
 # processes under mixed load, a worker, the daemon and Redis killed midway, a
 # full disk. A few minutes, run alone; the figures go to build/load-report.json.
 test-load: build
-	KJIT_LOAD_TESTS=1 ctest --preset default -L load --output-on-failure
+	$(STAGE) test-load -- env KJIT_LOAD_TESTS=1 ctest --preset default -L load --output-on-failure
 
 build-asan/build.ninja:
-	cmake --preset asan
+	$(STAGE) configure-asan -- cmake --preset asan
 
 # The integration tests, then the load and fault scenarios (alone: they
 # sample memory and kill processes) against the ASan kjitd, its workers, kjit
@@ -54,28 +68,27 @@ build-asan/build.ninja:
 # allow for it, a shorter load phase, every correctness check, and any
 # sanitizer report in a daemon's log or a non-zero exit on SIGTERM a failure.
 test-asan: deps build-asan/build.ninja
-	cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests kjit_load_driver
-	ctest --preset asan -j 2 -L integration
-	KJIT_LOAD_TESTS=1 ctest --preset asan -L load
+	$(STAGE) build-asan -- cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests kjit_load_driver
+	$(STAGE) test-asan -- sh -c 'ctest --preset asan -j 2 -L integration && KJIT_LOAD_TESTS=1 ctest --preset asan -L load'
 
 build-fuzz/build.ninja:
-	cmake --preset fuzz
+	$(STAGE) configure-fuzz -- cmake --preset fuzz
 
 # The libFuzzer targets (tests/fuzz, clang-19), each for about 20 s from its
 # committed corpus, which holds every crash found so far. Only the targets
 # and what they link are built. `ctest --preset fuzz` replays the corpora alone.
 test-fuzz: deps build-fuzz/build.ninja
-	cmake --build build-fuzz -j $(JOBS) --target kjit_fuzz_targets
-	tests/fuzz/run.sh build-fuzz
+	$(STAGE) build-fuzz -- cmake --build build-fuzz -j $(JOBS) --target kjit_fuzz_targets
+	$(STAGE) test-fuzz -- tests/fuzz/run.sh build-fuzz
 
 # The container image end to end with podman (rootful; installs podman and
 # makes a local debian:12 base once), from the binaries built here.
 test-container: build
-	scripts/container-test.sh
+	$(STAGE) test-container -- scripts/container-test.sh
 
 # Device tests (tests/gpu): need an NVIDIA GPU and driver; they skip without.
 test-gpu: build
-	ctest --preset default -L gpu --output-on-failure
+	$(STAGE) test-gpu -- ctest --preset default -L gpu --output-on-failure
 
 bench: build
 	bench/run.sh

@@ -3,6 +3,11 @@
 # is not already installed. Idempotent: a second run installs nothing.
 set -euo pipefail
 
+# Each sizable step prints how long it took: step_started before it,
+# step_took WHAT after.
+step_started() { step_start=$SECONDS; }
+step_took() { echo "install-deps: $1 took $((SECONDS - step_start)) s"; }
+
 packages=(
   cmake g++ make ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -18,6 +23,7 @@ packages=(
   prometheus
 )
 
+step_started
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -34,6 +40,7 @@ if ((${#missing[@]})); then
 else
   echo "install-deps: all packages present"
 fi
+step_took "apt install"
 
 # The CUDA toolkit is optional: without it kjit builds, and CUDA requests fail
 # with FAILED_PRECONDITION naming what is missing.
@@ -115,11 +122,13 @@ install_wheels() {
   fi
 }
 
+step_started
 if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && wheels_present; then
   echo "install-deps: CUDA wheels present in $wheels_prefix"
 else
   install_wheels
 fi
+step_took "CUDA wheels"
 
 # tileiras, NVIDIA's Tile IR assembler, for Tile IR input (cuTile's
 # bytecode): opt-in with KJIT_INSTALL_TILEIRAS=1, since it is large. The
@@ -151,11 +160,13 @@ install_tileiras() {
 }
 
 if [[ "${KJIT_INSTALL_TILEIRAS:-0}" == 1 ]]; then
+  step_started
   if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && tileiras_present; then
     echo "install-deps: tileiras present in $tileiras_prefix"
   else
     install_tileiras
   fi
+  step_took tileiras
 fi
 
 # Triton builds, for Triton IR input: each a virtual environment of its own
@@ -201,7 +212,11 @@ if [[ "${KJIT_SKIP_TRITON_BUILDS:-0}" != 1 ]]; then
   if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
     echo "install-deps: WARNING: python3 cannot make virtual environments (Debian: python3-venv); no Triton builds" >&2
   else
-    for requirement in "${triton_builds[@]}"; do install_triton_build "$requirement" || true; done
+    for requirement in "${triton_builds[@]}"; do
+      step_started
+      install_triton_build "$requirement" || true
+      step_took "Triton build $requirement"
+    done
   fi
 fi
 
@@ -213,6 +228,7 @@ fi
 buildgrid_requirement="buildgrid[redis]==0.4.4"
 buildgrid_env=$(dirname "$wheels_prefix")/buildgrid
 if [[ "${KJIT_SKIP_BUILDGRID:-0}" != 1 ]]; then
+  step_started
   if [[ "$(cat "$buildgrid_env/.kjit-buildgrid" 2>/dev/null)" == "$buildgrid_requirement" ]] &&
      "$buildgrid_env/bin/python" -c "" 2>/dev/null; then
     echo "install-deps: BuildGrid present in $buildgrid_env"
@@ -232,4 +248,5 @@ if [[ "${KJIT_SKIP_BUILDGRID:-0}" != 1 ]]; then
       echo "install-deps: WARNING: pip could not install $buildgrid_requirement; the REAPI tests skip" >&2
     fi
   fi
+  step_took BuildGrid
 fi
