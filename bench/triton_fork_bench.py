@@ -150,7 +150,8 @@ def main():
     for label, key in rows:
         a, b = median("in place", key), median("forked", key)
         ratio = f"{b / a:.2f}" if a and b else "-"
-        print(f"{label:42} {a if a is None else round(a):>10} {b if b is None else round(b):>10} {ratio:>7}")
+        shown = ["-" if v is None else str(round(v)) for v in (a, b)]
+        print(f"{label:42} {shown[0]:>10} {shown[1]:>10} {ratio:>7}")
 
 
 if __name__ == "__main__":

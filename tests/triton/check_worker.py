@@ -403,9 +403,9 @@ def check_history(results, python, d):
         print("  (no gfx950 in this build: skipped)")
         return
     entries = {k: (p, o) for k, p, o in corpus(d)}
-    if "persistent_matmul_tma" not in entries or "attention_fwd" not in entries:
+    if "matmul_persistent" not in entries or "attention_fwd" not in entries:
         return
-    path, options = entries["persistent_matmul_tma"]
+    path, options = entries["matmul_persistent"]
     binary, _, _, error = reference(python, path, "hip:gfx950", options)
     with open(path) as f:
         source = f.read()
@@ -424,12 +424,12 @@ def check_history(results, python, d):
         finally:
             worker.close()
         if error is not None:
-            results.check(not answer["ok"], f"history: persistent_matmul_tma gfx950 {order}: fails as Triton does")
+            results.check(not answer["ok"], f"history: matmul_persistent gfx950 {order}: fails as Triton does")
             continue
         got = base64.b64decode(answer["binary_b64"]) if answer.get("ok") else b""
-        results.check(got == binary, f"history: persistent_matmul_tma gfx950 {order}: Triton's bytes",
+        results.check(got == binary, f"history: matmul_persistent gfx950 {order}: Triton's bytes",
                       f"{len(got)} bytes against {len(binary)}")
-        print(f"  persistent_matmul_tma gfx950 {order}: {len(got)} bytes, Triton's {len(binary)}", flush=True)
+        print(f"  matmul_persistent gfx950 {order}: {len(got)} bytes, Triton's {len(binary)}", flush=True)
 
 
 def check_job_children(results, python, d):

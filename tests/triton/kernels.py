@@ -157,6 +157,35 @@ def row_argmax_sum(x_ptr, idx_ptr, sum_ptr, stride, n_cols, BLOCK: tl.constexpr)
     tl.store(sum_ptr + row, tl.sum(tl.where(cols < n_cols, x, 0.0), axis=0))
 
 
+@triton.jit
+def matmul_persistent(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    # Persistent with pointer loads (Triton's persistent-matmul tutorial's
+    # shape): NUM_SMS programs walk grouped tiles.
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_n
+    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):
+        first_m = (tile // in_group) * GROUP_M
+        group_m = min(num_m - first_m, GROUP_M)
+        pid_m = first_m + (tile % group_m)
+        pid_n = (tile % in_group) // group_m
+        offs_m = tl.where(pid_m * BLOCK_M + tl.arange(0, BLOCK_M) < M, pid_m * BLOCK_M + tl.arange(0, BLOCK_M), 0)
+        offs_n = tl.where(pid_n * BLOCK_N + tl.arange(0, BLOCK_N) < N, pid_n * BLOCK_N + tl.arange(0, BLOCK_N), 0)
+        offs_m = tl.max_contiguous(tl.multiple_of(offs_m, BLOCK_M), BLOCK_M)
+        offs_n = tl.max_contiguous(tl.multiple_of(offs_n, BLOCK_N), BLOCK_N)
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            offs_k = k * BLOCK_K + tl.arange(0, BLOCK_K)
+            a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :], mask=offs_k[None, :] < K, other=0.0)
+            b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :], mask=offs_k[:, None] < K, other=0.0)
+            acc = tl.dot(a, b, acc)
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(tl.float16),
+                 mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
 # name -> (kernel, signature, constexprs, options). Options are what
 # triton.compile takes; export_ttir.py writes them next to the TTIR.
 CORPUS = {
@@ -195,4 +224,10 @@ CORPUS = {
         "x_ptr": "*fp32", "idx_ptr": "*i32", "sum_ptr": "*fp32", "stride": "i32", "n_cols": "i32",
         "BLOCK": "constexpr"
     }, {"BLOCK": 512}, {"num_warps": 4}),
+    "matmul_persistent": (matmul_persistent, {
+        "a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+        "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+        "BLOCK_K": "constexpr", "GROUP_M": "constexpr", "NUM_SMS": "constexpr"
+    }, {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_SMS": 132}, {"num_warps": 8,
+                                                                                        "num_stages": 2}),
 }

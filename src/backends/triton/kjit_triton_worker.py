@@ -1325,6 +1325,35 @@ def run_in_child(op, request):
         log.close()
 
 
+_caches_warm = False
+
+
+def _warm_caches():
+    """Fills, once, the caches of pure functions every compile calls:
+    Triton's own hash (the digest of libtriton, about half a second), each
+    back end's hash (ptxas --version, the AMD code generator's revision) and
+    its options' hash (the digests of libdevice and its peers). The children
+    inherit them; nothing here compiles, and nothing changes what a
+    compile's bytes depend on."""
+    global _caches_warm
+    if _caches_warm:
+        return
+    _caches_warm = True
+    description = describe()
+    from triton.runtime.cache import triton_key
+    triton_key()
+    targets = [GPUTarget("cuda", arch, 32) for arch in {min(a, 90) for a in description["cuda_archs"] if a <= 90}]
+    targets += [GPUTarget("cuda", a, 32) for a in description["cuda_archs"][-1:] if a > 90]
+    targets += [GPUTarget("hip", arch, 64 if int(arch[3:-2] or 0) < 10 else 32) for arch in description["hip_archs"][:1]]
+    for target in targets:
+        try:
+            backend = triton.compiler.compiler.make_backend(target)
+            backend.hash()
+            backend.parse_options({}).hash()
+        except Exception as e:  # a compile will say what is wrong, in its own words
+            sys.stderr.write(f"kjit Triton worker: warming {target}: {_one_line(e)}\n")
+
+
 def pipeline_in_child(request):
     """The stages and passes for a target and options, from a child's probe
     compile; kept, so later children (a compile with edits) inherit it."""
@@ -1332,6 +1361,7 @@ def pipeline_in_child(request):
     target = _target(request, description)
     options = _check_options(target.backend, request.get("options"), description)
     key = _pipeline_key(target, options, _plugin_paths(request))
+    _warm_caches()
     if key not in _pipeline_answers:
         answer = run_in_child("pipeline", request)
         if not answer.get("ok"):
@@ -1342,7 +1372,7 @@ def pipeline_in_child(request):
 
 
 def compile_in_child(request):
-    describe()  # once, here: every child inherits it
+    _warm_caches()  # once, here: every child inherits what it fills
     if request.get("edits"):
         pipeline = pipeline_in_child(dict(request, op="pipeline"))
         if not pipeline.get("ok"):
@@ -1410,7 +1440,7 @@ def answer_for(body):
 def main():
     global _request_arrived
     if WARM_AT_IDLE:
-        _at_idle(describe)
+        _at_idle(_warm_caches)
     stdin = sys.stdin.buffer
     while True:
         try:
