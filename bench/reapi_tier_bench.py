@@ -7,12 +7,17 @@ memory and disk tiers off so the tier under test answers):
 - hit:   a REAPI-tier hit against a Redis-tier hit of the same entry (target
          <= 2x), and against a miss of the same kernel (target <= 0.1x); and
          the server's bare round trip, the floor of each of a hit's calls;
+- fill:  a REAPI-tier hit with kjitd's disk tier on against off (memory off
+         in both; the disk tier emptied after each repetition, so every
+         request is a REAPI hit), in pairs of alternating order: the hit is
+         answered before the disk tier is given its copy, so the disk tier
+         adds nothing to it (target <= 1.1x);
 - warm:  a new node (empty memory and disk, no Redis) warming the fleet's
          recipes from the REAPI store (`kjit warm`): entries fetched per second;
 - share: two daemons with no Redis sharing only the REAPI store: the compiles
          the second ran for the kernels the first compiled (target 0).
 
-    build/python-venv/bin/python bench/reapi_tier_bench.py [--kernels N] [--reps N]
+    build/python-venv/bin/python bench/reapi_tier_bench.py [--kernels N] [--reps N] [--kjitd PATH]
 
 Needs build/bin/kjitd and kjit, the kjit package in the running interpreter
 (client/python/run-tests.sh makes build/python-venv), redis-server, and
@@ -114,10 +119,13 @@ def timed_compiles(daemon, kernels, expect):
 
 
 def main():
+    global KJITD
     parser = argparse.ArgumentParser()
     parser.add_argument("--kernels", type=int, default=12)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--kjitd", default=str(KJITD), help="the kjitd to measure (another build's, to compare)")
     args = parser.parse_args()
+    KJITD = Path(args.kjitd)
     if not BUILDGRID_PYTHON.exists():
         sys.exit("BuildGrid is not installed in .deps/buildgrid (scripts/install-deps.sh)")
     work = Path(tempfile.mkdtemp(prefix="kjit-reapi-bench-"))
@@ -172,6 +180,37 @@ def main():
         hit["two_round_trips_vs_redis_hit"] = 2 * hit["server_round_trip_ms"] / hit["redis_hit_ms"]
         hit["reapi_vs_miss"] = hit["reapi_hit_ms"] / hit["miss_ms"]
 
+        # The disk tier on against off, on the hit row's kernels. A kernel's
+        # second request to the daemon with a disk tier would be a disk hit,
+        # so its disk tier is emptied (gc) after each repetition, once the
+        # copies made behind the answers are there; the order within a pair
+        # alternates, so that neither side always follows the other's fill.
+        with_disk = Daemon(work, "reapi-disk", ["--memory-cache-bytes", "0"] + reapi)
+        daemons.append(with_disk)
+        copies = 0
+
+        def empty_disk():
+            wait_until("the disk tier's copies", lambda: with_disk.tier("disk").puts >= copies, 60)
+            with_disk.client.cache_gc(0)
+
+        timed_compiles(with_disk, kernels, "reapi")  # connections, workers and plans warm
+        copies += len(kernels)
+        empty_disk()
+        disk_off_ms, disk_on_ms = [], []
+        for _ in range(args.reps):
+            for n, source in enumerate(kernels):
+                pair = [(reapi_only, disk_off_ms), (with_disk, disk_on_ms)]
+                for d, times in pair if n % 2 == 0 else reversed(pair):
+                    times += timed_compiles(d, [source], "reapi")
+            copies += len(kernels)
+            empty_disk()
+        p90 = lambda xs: statistics.quantiles(xs, n=10)[-1] * 1000
+        fill = {"hits": len(disk_on_ms), "disk_on_ms": med(disk_on_ms), "disk_off_ms": med(disk_off_ms),
+                "disk_on_p90_ms": p90(disk_on_ms), "disk_off_p90_ms": p90(disk_off_ms),
+                "disk_puts": with_disk.tier("disk").puts}
+        fill["on_vs_off"] = fill["disk_on_ms"] / fill["disk_off_ms"]
+        fill["on_vs_off_p90"] = fill["disk_on_p90_ms"] / fill["disk_off_p90_ms"]
+
         # A new node: empty memory and disk, no Redis; `kjit warm` builds the
         # fleet's recipes (from the REAPI store) for its target.
         new_node = Daemon(work, "new", reapi)
@@ -197,12 +236,17 @@ def main():
         share = {"first_compiles": a.client.stats().compiles, "second_compiles": b.client.stats().compiles,
                  "second_reapi_hits": b.tier("reapi").hits}
 
-        report = {"kernels": args.kernels, "reps": args.reps, "hit": hit, "warm": warm_row, "share": share}
+        report = {"kernels": args.kernels, "reps": args.reps, "hit": hit, "fill": fill, "warm": warm_row,
+                  "share": share}
         print("REAPI hit %.2f ms, Redis hit %.2f ms, miss %.1f ms: REAPI/Redis %.2fx (target <= 2), "
               "REAPI/miss %.3fx (target <= 0.1)" % (hit["reapi_hit_ms"], hit["redis_hit_ms"], hit["miss_ms"],
                                                      hit["reapi_vs_redis"], hit["reapi_vs_miss"]))
         print("BuildGrid's bare round trip (GetCapabilities) %.2f ms: the two calls of a hit alone are %.2fx "
               "a whole Redis-tier hit" % (hit["server_round_trip_ms"], hit["two_round_trips_vs_redis_hit"]))
+        print("REAPI hit with the disk tier on %.2f ms, off %.2f ms: on/off %.2fx (target <= 1.1); "
+              "p90 %.2f ms against %.2f ms, %.2fx (%d hits each; %d copies reached the disk tier)"
+              % (fill["disk_on_ms"], fill["disk_off_ms"], fill["on_vs_off"], fill["disk_on_p90_ms"],
+                 fill["disk_off_p90_ms"], fill["on_vs_off_p90"], fill["hits"], fill["disk_puts"]))
         print("new node warming from REAPI: %d entries in %.2f s, %.0f entries/s, %d compiles"
               % (fetched, warm_s, warm_row["entries_per_second"], warm_row["compiles"]))
         print("two daemons sharing only REAPI: the second compiled %d of %d (REAPI hits %d)"

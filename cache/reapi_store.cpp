@@ -11,16 +11,11 @@ namespace kjit {
 
 ReapiStore::ReapiStore(std::shared_ptr<ReapiConnection> connection, Options options)
     : connection_(std::move(connection)), options_(std::move(options)) {
-  if (options_.write_behind) writer_ = std::thread([this] { write_loop(); });
+  if (options_.write_behind) writes_ = std::make_unique<WriteBehindQueue>(options_.max_queued_bytes);
 }
 
 ReapiStore::~ReapiStore() {
-  {
-    std::lock_guard lock(queue_mutex_);
-    stopping_ = true;
-  }
-  queue_changed_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  writes_.reset();  // the queued writes, while the connection and counters they use are here
 }
 
 std::string ReapiStore::instance_for(std::string_view key) const {
@@ -136,47 +131,25 @@ Status ReapiStore::write_now(const std::string& key, const std::string& bytes) {
 
 Status ReapiStore::put(const CacheEntry& entry) {
   std::string bytes = encode_entry(entry);
-  if (!options_.write_behind) return write_now(entry.key, bytes);
-  {
-    std::lock_guard lock(queue_mutex_);
-    if (queued_bytes_ + bytes.size() > options_.max_queued_bytes) {
-      ++counters_.skipped;
-      return Ok{};  // a full queue drops the write; the entry stays in the tiers above
-    }
-    queued_bytes_ += bytes.size();
-    ++enqueued_;
-    queue_.push_back(QueuedWrite{entry.key, std::move(bytes)});
-  }
-  queue_changed_.notify_all();
+  if (!writes_) return write_now(entry.key, bytes);
+  const uint64_t size = bytes.size();
+  // A full queue drops the write; the entry stays in the tiers above.
+  if (!writes_->push(size, [this, key = entry.key, bytes = std::move(bytes)] { write_behind(key, bytes); }))
+    ++counters_.skipped;
   return Ok{};
 }
 
-void ReapiStore::write_loop() {
-  std::unique_lock lock(queue_mutex_);
-  for (;;) {
-    queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, and every queued write tried
-    QueuedWrite write = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    Status written = write_now(write.key, write.bytes);
-    if (!written) {
-      const uint64_t n = ++write_failures_;
-      if ((n & (n - 1)) == 0)
-        spdlog::warn("cache: REAPI tier write failed ({} so far), the entry stays in the tiers above: {}", n,
-                     written.error().message);
-    }
-    lock.lock();
-    queued_bytes_ -= write.bytes.size();
-    ++written_;
-    queue_changed_.notify_all();
-  }
+void ReapiStore::write_behind(const std::string& key, const std::string& bytes) {
+  Status written = write_now(key, bytes);
+  if (written) return;
+  const uint64_t n = ++write_failures_;
+  if ((n & (n - 1)) == 0)
+    spdlog::warn("cache: REAPI tier write failed ({} so far), the entry stays in the tiers above: {}", n,
+                 written.error().message);
 }
 
 void ReapiStore::flush() {
-  std::unique_lock lock(queue_mutex_);
-  const uint64_t target = enqueued_;
-  queue_changed_.wait(lock, [&] { return written_ >= target || !writer_.joinable(); });
+  if (writes_) writes_->flush();
 }
 
 Status ReapiStore::remove(std::string_view key) {
@@ -214,8 +187,7 @@ ReapiTransferStats ReapiStore::transfer_stats() const {
   out.bytes_read = bytes_read_;
   out.bytes_written = bytes_written_;
   out.write_failures = write_failures_;
-  std::lock_guard lock(queue_mutex_);
-  out.queued = queue_.size();
+  out.queued = writes_ ? writes_->length() : 0;
   return out;
 }
 

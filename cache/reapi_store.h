@@ -8,7 +8,7 @@
 // Either failing is a corruption: counted, reported as a miss, never served.
 //
 // Writes go behind the answer (Options::write_behind): put() queues the
-// encoded entry and returns; one thread uploads the queue, bounded in bytes
+// encoded entry and returns; a WriteBehindQueue uploads it, bounded in bytes
 // (an entry past the bound is dropped and counted as skipped). A failed
 // write is counted, never a compile's failure. A large upload first asks
 // the server which of its blobs it lacks (FindMissingBlobs), so bytes the
@@ -19,20 +19,18 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "cache/reapi_connection.h"
 #include "cache/store.h"
+#include "cache/write_behind_queue.h"
 
 namespace kjit {
 
@@ -74,11 +72,6 @@ class ReapiStore final : public Store {
   const ReapiConnection& connection() const { return *connection_; }
 
  private:
-  struct QueuedWrite {
-    std::string key;
-    std::string bytes;  // the encoded entry
-  };
-
   std::string instance_for(std::string_view key) const;
   // The digest of key's Action, uploading its Command and Action with
   // `also` when `upload` is set.
@@ -90,7 +83,8 @@ class ReapiStore final : public Store {
   Result<std::vector<std::pair<ReapiDigest, std::string_view>>> not_stored(
       std::string_view instance, std::vector<std::pair<ReapiDigest, std::string_view>> blobs);
   Status write_now(const std::string& key, const std::string& bytes);
-  void write_loop();
+  // write_now on the queue's thread, whose failure nobody waits for.
+  void write_behind(const std::string& key, const std::string& bytes);
 
   std::shared_ptr<ReapiConnection> connection_;
   Options options_;
@@ -102,13 +96,9 @@ class ReapiStore final : public Store {
   std::mutex damaged_mutex_;
   std::unordered_set<std::string> damaged_;  // digests whose bytes a read refused
 
-  mutable std::mutex queue_mutex_;
-  std::condition_variable queue_changed_;
-  std::deque<QueuedWrite> queue_;
-  uint64_t queued_bytes_ = 0;
-  uint64_t enqueued_ = 0, written_ = 0;  // writes queued and tried, for flush()
-  bool stopping_ = false;
-  std::thread writer_;
+  // Null without write_behind. Last, and emptied first by the destructor:
+  // its writes use everything above.
+  std::unique_ptr<WriteBehindQueue> writes_;
 };
 
 }  // namespace kjit

@@ -1,7 +1,8 @@
 // The cache the daemon talks to: memory → disk → Redis → REAPI. A get asks the tiers
-// in order and copies a lower tier's hit into the tiers above it; a put
-// writes every tier. A tier that fails is skipped and counted, never fatal:
-// the worst outcome of a broken tier is a compile.
+// in order and copies a lower tier's hit into the tiers above it (with
+// Options::fill_behind, after answering: see there); a put writes every
+// tier. A tier that fails is skipped and counted, never fatal: the worst
+// outcome of a broken tier is a compile.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "cache/cache_source.h"
 #include "cache/memory_store.h"
 #include "cache/store.h"
+#include "cache/write_behind_queue.h"
 
 namespace kjit {
 
@@ -31,6 +33,9 @@ struct TierStats {
   StoreStats store;       // the tier's own counters
   uint64_t answered = 0;  // gets this tier answered for the tiered cache
   uint64_t failures = 0;  // operations that failed here and were skipped
+  // Copies of a lower tier's hit into this tier that were dropped, not
+  // made: the queue of fills behind answers was full. Not on the wire.
+  uint64_t fills_dropped = 0;
 
   // Operations of this tier that failed. The tier counts its own failures
   // and the cache above it counts the same ones again as `failures`, so they
@@ -77,10 +82,27 @@ class TieredCache {
     std::shared_ptr<Store> reapi = nullptr;  // a REAPI server's ActionCache and CAS (reapi_store.h)
   };
 
-  explicit TieredCache(Tiers tiers);
+  struct Options {
+    // Where a hit of a tier below disk (Redis, REAPI) is copied into the
+    // tiers between memory and it (disk; Redis too for a REAPI hit). Off:
+    // before get() returns. On: behind the answer, through a
+    // WriteBehindQueue of at most max_fill_bytes (MemoryStore::footprint of
+    // the entries), whose fills past the bound are dropped and counted
+    // (TierStats::fills_dropped), so a hit never waits for a disk write.
+    // Memory is filled before get() returns either way: it costs no I/O, and
+    // the next request for the key is a memory hit at once.
+    bool fill_behind = false;
+    uint64_t max_fill_bytes = 64ull << 20;
+  };
 
-  // The first tier holding key, after filling the tiers above it; nullopt
-  // when none does (or every tier that might failed).
+  explicit TieredCache(Tiers tiers);
+  TieredCache(Tiers tiers, Options options);
+  // Makes the fills still queued (bounded by the tiers' own timeouts).
+  ~TieredCache();
+
+  // The first tier holding key, after filling memory and, unless the fills
+  // go behind the answer (Options::fill_behind), the other tiers above it;
+  // nullopt when none does (or every tier that might failed).
   std::optional<CacheHit> get(std::string_view key);
   // The memory tier alone, counted as get() counts a memory hit; a miss is
   // not counted, so that the get() which follows it counts the lookup once.
@@ -99,6 +121,10 @@ class TieredCache {
 
   TieredCacheStats stats() const;
 
+  // Blocks until every fill queued behind an answer before the call has been
+  // made (or has failed, counted); returns at once without fill_behind.
+  void flush_fills();
+
   // The store behind a tier, or null when that tier is off.
   Store* tier(CacheTier tier) const;
 
@@ -111,9 +137,15 @@ class TieredCache {
   struct alignas(64) Counters {
     std::atomic<uint64_t> answered{0};
     std::atomic<uint64_t> failures{0};
+    std::atomic<uint64_t> fills_dropped{0};
   };
 
   void put_below_memory(const CacheEntry& entry, size_t up_to_tier);
+  // Copies a hit of tier `from` into the tiers between memory and it, at
+  // once or queued (Options::fill_behind).
+  void fill_above(std::shared_ptr<const CacheEntry> entry, size_t from);
+  // The copy itself, which never replaces what a tier holds.
+  void fill_now(const CacheEntry& entry, size_t from);
   void count_hit(const CacheHit& hit);
   void note_failure(CacheTier tier, std::string_view operation, const Error& error);
 
@@ -122,6 +154,9 @@ class TieredCache {
   std::array<Counters, k_cache_tier_count> counters_;
   alignas(64) std::atomic<uint64_t> misses_{0};
   alignas(64) std::atomic<int64_t> compile_us_saved_{0};
+  // With fill_behind, when some tier below disk could fill one above it.
+  // Emptied first by the destructor: its fills use everything above.
+  std::unique_ptr<WriteBehindQueue> fills_;
 };
 
 }  // namespace kjit

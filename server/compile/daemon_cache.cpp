@@ -117,8 +117,12 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
       spdlog::warn("REAPI cache off: {}", connection.error().message);
     }
   }
-  cache->tiers_ = std::make_shared<TieredCache>(tiers);
-  cache->blob_tiers_ = std::make_shared<TieredCache>(tiers);
+  // A Redis or REAPI hit is answered before the disk tier (and Redis, for a
+  // REAPI hit) is given its copy: that write would otherwise be most of the
+  // hit's time.
+  const TieredCache::Options fill_behind{.fill_behind = true};
+  cache->tiers_ = std::make_shared<TieredCache>(tiers, fill_behind);
+  cache->blob_tiers_ = std::make_shared<TieredCache>(tiers, fill_behind);
   TieredCache::Tiers shared;
   if (tiers.redis) {
     shared.redis = tiers.redis;
@@ -146,6 +150,16 @@ std::shared_ptr<DaemonCache> DaemonCache::open(const CacheConfig& config) {
   cache->claims_ = std::make_shared<KeyClaims>(leases, KeyClaims::Options{});
   cache->once_ = std::make_shared<CompileCoalescer>(cache->tiers_, std::move(leases), once);
   return cache;
+}
+
+TieredCacheStats DaemonCache::stats() const {
+  TieredCacheStats out = tiers_->stats();
+  // A full queue of fills is the daemon's, whichever lookup's hit was
+  // dropped: an operator sees one count.
+  for (const TierStats& blobs : blob_tiers_->stats().tiers)
+    for (TierStats& tier : out.tiers)
+      if (tier.tier == blobs.tier) tier.fills_dropped += blobs.fills_dropped;
+  return out;
 }
 
 NamespacedCache DaemonCache::compiles_in(std::string ns) const {

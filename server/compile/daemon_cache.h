@@ -62,7 +62,8 @@ class DaemonCache {
   // for themselves), over the same leases as compiles.
   std::shared_ptr<KeyClaims> blob_claims() const { return claims_; }
 
-  TieredCacheStats stats() const { return tiers_->stats(); }
+  // The compile lookups' counters; fills dropped count client blobs' too.
+  TieredCacheStats stats() const;
   // Each namespace's lookups (its compile views') and what it holds in the
   // memory and disk tiers (compile entries and blobs), with its share.
   std::vector<NamespaceStats> namespace_stats() const;
