@@ -39,11 +39,14 @@
 #include "server/access/tenants.h"
 #include "server/config/config_keys.h"
 #include "server/config/pipeline_setup.h"
+#include "backends/triton/triton_compile.h"
 #include "backends/triton/triton_discovery.h"
 #include "server/workers/worker_confinement.h"
 #include "kjit/socket_path.h"
 #include "server/daemon/direct_read_manifest.h"
+#include "server/daemon/leftover_directories.h"
 #include "server/daemon/socket_acceptor.h"
+#include "server/daemon/socket_identity.h"
 #include "server/daemon/systemd_notify.h"
 #include "server/access/local_users.h"
 #include "server/access/peer_credentials.h"
@@ -123,6 +126,27 @@ void enter_empty_directory(const DaemonConfig& config) {
   if (ec || ::chdir(empty_dir.c_str()) != 0) spdlog::warn("cannot chdir to {}", empty_dir.string());
 }
 
+// Directories that kjit processes which are gone left in the temporary root
+// (a daemon killed, its workers with it): removed before this daemon makes
+// its own there, those of live processes kept (leftover_directories.h).
+void remove_leftovers_in_temporary_root() {
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::temp_directory_path(ec);
+  if (ec) return;
+  const LeftoverScan scan = remove_leftover_directories(root);
+  if (!scan.removed.empty())
+    spdlog::info("removed {} director{} in {} left by kjit processes that are gone", scan.removed.size(),
+                 scan.removed.size() == 1 ? "y" : "ies", root.string());
+  for (const std::string& failure : scan.failed) spdlog::warn("cannot remove a leftover directory: {}", failure);
+}
+
+// A directory of this daemon's in the temporary root, named so that a later
+// daemon can tell when this one is gone (leftover_directories.h).
+std::string own_temporary_directory(const std::string& kind) {
+  const std::optional<std::string> tag = owner_tag_of_this_process();
+  return (std::filesystem::temp_directory_path() / (kind + (tag ? *tag : std::to_string(::getpid())))).string();
+}
+
 }  // namespace
 
 Daemon::Daemon(DaemonConfig config, WorkerLaunch workers)
@@ -149,6 +173,7 @@ Status Daemon::start() {
   if (Status s = prepare_socket_path(socket_path_, group_id); !s) return s;
   // A manifest left by a daemon that died describes a socket no longer served.
   remove_direct_read_manifest(socket_path_);
+  remove_leftovers_in_temporary_root();
 
   if (config_.compile_workers > 0 && !worker_launch_.command.empty()) {
     Result<std::string> confinement = check_worker_confinement(config_);
@@ -173,9 +198,10 @@ Status Daemon::start() {
   // Triton builds take a second or more of CPU each to answer: asked at the
   // first Triton request (or toolkit listing), which waits for them, or
   // ahead of it by the Triton worker's prestart, in the background.
-  discover_triton_builds_on_first_use(
-      triton_build_search_of(config_),
-      (std::filesystem::temp_directory_path() / ("kjitd-triton-" + std::to_string(::getpid()))).string());
+  discover_triton_builds_on_first_use(triton_build_search_of(config_), own_temporary_directory("kjitd-triton-"));
+  // Compiling in this process, its Triton interpreters live here too, under
+  // a name of this daemon's rather than a pid's alone.
+  if (!workers_) set_triton_home(own_temporary_directory("kjitd-triton-home-"));
   if (workers_ && config_.triton_prestart) workers_->prestart_triton(config_.triton_prestart_builds);
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
@@ -317,17 +343,26 @@ Status Daemon::start() {
   // Owner and group may connect; the group is the daemon's own unless
   // socket_group names another (the users allowed to compile).
   ::chmod(bound_path.c_str(), 0660);
-  if (group_id && ::chown(bound_path.c_str(), static_cast<uid_t>(-1), *group_id) != 0)
-    return make_error(ErrorCode::failed_precondition, "cannot give the socket to group " + config_.socket_group + ": " +
-                                                          std::strerror(errno));
+  if (group_id && ::chown(bound_path.c_str(), static_cast<uid_t>(-1), *group_id) != 0) {
+    const int saved = errno;
+    ::unlink(bound_path.c_str());  // bound by this start, which ends here
+    return make_error(ErrorCode::failed_precondition,
+                      "cannot give the socket to group " + config_.socket_group + ": " + std::strerror(saved));
+  }
   // Connections wait in the socket's backlog until the acceptor runs.
-  if (Status s = acceptor_->start(server_.get()); !s) return s;
+  if (Status s = acceptor_->start(server_.get()); !s) {
+    ::unlink(bound_path.c_str());
+    return s;
+  }
   if (bound_path != socket_path_ && ::rename(bound_path.c_str(), socket_path_.c_str()) != 0) {
     const int saved = errno;
     ::unlink(bound_path.c_str());
     return make_error(ErrorCode::failed_precondition,
                       "cannot move the socket to " + socket_path_ + ": " + std::strerror(saved));
   }
+  // Taken once the socket is in place (the move changes its change time):
+  // the stop removes this socket, not one bound at the path later.
+  bound_socket_ = socket_identity_of(socket_path_);
   publish_direct_reads(cache.get());
   // NVRTC also looks for quoted includes in the working directory: make it
   // an empty one, so no request can reach a file the daemon happens to have.
@@ -520,10 +555,19 @@ void Daemon::stop_serving(std::chrono::milliseconds grace) {
     }
     shut.notify_one();
     stop_compiles.join();
-    // The manifest first: from here on, nothing answers on the socket.
-    remove_direct_read_manifest(socket_path_);
+    // Only this daemon's socket, and its manifest: another daemon may have
+    // bound the path since (this one taken for dead), and its socket and
+    // manifest are its own. The manifest first: from here on, nothing
+    // answers on the socket. With no socket left at the path, a manifest
+    // there describes none.
     std::error_code ec;
-    std::filesystem::remove(socket_path_, ec);
+    const bool ours = bound_socket_ && socket_still_at(socket_path_, *bound_socket_);
+    if (ours || !std::filesystem::exists(std::filesystem::symlink_status(socket_path_, ec)))
+      remove_direct_read_manifest(socket_path_);
+    if (ours)
+      remove_socket_if_still_at(socket_path_, *bound_socket_);
+    else if (bound_socket_)
+      spdlog::warn("{} is no longer the socket this daemon bound; left in place", socket_path_);
     spdlog::info("kjitd stopped");
   });
 }

@@ -8,10 +8,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "server/config/config_reload.h"
 #include "server/config/daemon_config.h"
+#include "server/daemon/socket_identity.h"
 #include "server/workers/worker_launch.h"
 #include "kjit/status.h"
 
@@ -81,6 +83,7 @@ class Daemon {
   std::string start_directory_;
   WorkerLaunch worker_launch_;
   std::string socket_path_;
+  std::optional<SocketIdentity> bound_socket_;  // the socket this daemon put at socket_path_, once it did
   std::string confinement_;  // how compiles are confined, for the status RPC
   // Declared before the services and the server, so destroyed after them:
   // the server's shutdown waits for the calls whose work runs here.
