@@ -79,6 +79,9 @@ void add_cache(Families& out, const TieredCacheStats& stats) {
       // As the Cache.Stats RPC counts them.
       {"kjit_cache_errors_total", "Operations that failed in this tier (I/O, full disk, network).",
        MetricType::Counter, [](const TierStats& t) { return double(t.failed_operations()); }},
+      {"kjit_cache_fills_dropped_total",
+       "Copies of a lower tier's hit into this tier not made: the queue of fills behind answers was full.",
+       MetricType::Counter, [](const TierStats& t) { return double(t.fills_dropped); }},
   };
   std::vector<MetricFamily*> families;
   for (const PerTier& p : per_tier) families.push_back(&out.add(p.name, p.help, p.type));
@@ -101,6 +104,14 @@ void add_workers(Families& out, const WorkerCounters& workers) {
   std::map<std::string, uint64_t> by_cause = workers.kills;
   for (const char* cause : k_kill_causes) by_cause.try_emplace(cause, 0);
   for (const auto& [cause, n] : by_cause) Families::sample(kills, {{"cause", cause}}, double(n));
+  MetricFamily& job_bounds =
+      out.add("kjit_compile_job_bounds_total",
+              "Compiles stopped by a bound of their job's own process while the worker lived on (a Triton job's "
+              "child), by bound: cpu (limits.compile_cpu_seconds), memory (limits.compile_memory_bytes), time.",
+              MetricType::Counter);
+  std::map<std::string, uint64_t> by_bound = workers.job_bounds;
+  for (const char* bound : {"cpu", "memory", "time"}) by_bound.try_emplace(bound, 0);
+  for (const auto& [bound, n] : by_bound) Families::sample(job_bounds, {{"bound", bound}}, double(n));
   out.single("kjit_workers_live", "Compile worker processes alive now.", MetricType::Gauge, double(workers.live));
   MetricFamily& by_class = out.add("kjit_workers_live_by_class",
                                    "Compile worker processes alive now, by class: general, tileir (may run "

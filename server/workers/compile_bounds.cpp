@@ -115,7 +115,7 @@ std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 }  // namespace
 
-Result<std::string> apply_worker_bounds(const CompileBounds& bounds) {
+Result<std::string> apply_worker_bounds(const CompileBounds& bounds, bool memory_hard_limit_open) {
   std::string applied;
   if (k_address_sanitizer) {
     // The sanitizer's shadow reserves terabytes of address space up front:
@@ -124,7 +124,10 @@ Result<std::string> apply_worker_bounds(const CompileBounds& bounds) {
   } else {
     const uint64_t limit = address_space_bytes() + bounds.memory_bytes;
     install_crash_handler(limit, bounds.memory_bytes);
-    if (Status s = set_limit(RLIMIT_AS, limit, limit, "the memory bound (RLIMIT_AS)"); !s) return s.error();
+    rlimit previous{};
+    ::getrlimit(RLIMIT_AS, &previous);
+    const rlim_t hard = memory_hard_limit_open ? previous.rlim_max : limit;
+    if (Status s = set_limit(RLIMIT_AS, limit, hard, "the memory bound (RLIMIT_AS)"); !s) return s.error();
     applied = "memory " + mib(bounds.memory_bytes) + " beyond the worker's " + mib(limit - bounds.memory_bytes);
   }
   std::set_new_handler(out_of_memory);

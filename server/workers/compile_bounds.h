@@ -20,7 +20,10 @@ inline constexpr int k_exit_out_of_memory = 86;
 // Worker side, once its toolchains are loaded: the address space it holds
 // now plus bounds.memory_bytes, the open-file and file-size limits, and the
 // out-of-memory handlers. Returns what was applied, for the log.
-Result<std::string> apply_worker_bounds(const CompileBounds& bounds);
+// `memory_hard_limit_open`: the address-space limit is a soft one only, so
+// that a child may lift it (a Triton worker's interpreter, whose jobs'
+// children each take their own bound).
+Result<std::string> apply_worker_bounds(const CompileBounds& bounds, bool memory_hard_limit_open = false);
 
 // Worker side, before each compile: CPU time from now on is bounded by
 // bounds.cpu_seconds (the worker has already used some for earlier jobs).

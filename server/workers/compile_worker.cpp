@@ -98,6 +98,15 @@ worker::Outcome compile(const CompilePipeline& pipeline, const worker::Job& wire
                                                        " worker was sent a job of another class (" +
                                                        job->job.input_name + ")"));
   Result<Artifact> artifact = pipeline.run(job->job, job->plan, job->caller_namespace);
+  if (mine.triton) {
+    // A Triton job ran in a child of the build's interpreter, under bounds
+    // of its own: one it crossed stopped that child, not this worker.
+    if (std::optional<std::string> bound = take_triton_job_bound(); bound && !artifact) {
+      worker::Outcome outcome = failure(artifact.error());
+      outcome.mutable_failure()->set_job_bound(*bound);
+      return outcome;
+    }
+  }
   if (std::optional<Error> crossed = bound_crossed_by(artifact, config.compile_bounds)) return failure(*crossed, true);
   if (!artifact) return failure(artifact.error());
   return artifact_outcome(std::move(artifact.value()));
@@ -135,6 +144,15 @@ int serve_jobs(const CompilePipeline& pipeline, int fd, const DaemonConfig& conf
   }
 }
 
+// Each Triton job's child is bounded as a compile worker is, from zero;
+// its time ends a little before the daemon's own deadline for the job, so
+// that the worker answers which bound stopped it and lives on.
+TritonJobBounds triton_job_bounds(const DaemonConfig& config) {
+  const auto timeout = std::chrono::milliseconds(config.compile_timeout_s * 1000);
+  const auto margin = std::min(std::chrono::milliseconds(3000), timeout / 10);
+  return {config.compile_bounds.cpu_seconds, config.compile_bounds.memory_bytes, timeout - margin};
+}
+
 // A prestarted Triton worker compiles Triton's own small probe kernel once,
 // confined as its jobs are: the build imported, its back end and MLIR
 // context loaded, the configured plugins too. What goes wrong is left to
@@ -149,7 +167,7 @@ void warm_triton_build(const DaemonConfig& config, const std::string& name) {
   }
   if (!target) return;
   const auto began = std::chrono::steady_clock::now();
-  Result<TritonPipeline> warmed = describe_triton_pipeline(*build, *target, config.triton_plugins);
+  Result<TritonPipeline> warmed = describe_triton_pipeline(*build, *target, config.triton_plugins, /*warm_up=*/true);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
   if (warmed) spdlog::debug("compile worker: {} warm for {} in {} ms", name, target->canonical(), ms.count());
   else spdlog::warn("compile worker: warming {} for {} failed: {}", name, target->canonical(), warmed.error().message);
@@ -235,6 +253,7 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
     // Its interpreters keep their own directories across jobs; work/ is
     // emptied after each.
     set_triton_home(setup.private_dir + "/triton");
+    set_triton_job_bounds(triton_job_bounds(config));
   }
   enable_pch(config, setup.private_dir);
   allow_hiprtc_in_this_process();
@@ -247,7 +266,7 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
     }
     confinement = std::move(confined.value());
   }
-  Result<std::string> bounded = apply_worker_bounds(config.compile_bounds);
+  Result<std::string> bounded = apply_worker_bounds(config.compile_bounds, setup.worker_class.triton);
   if (!bounded) {
     spdlog::error("compile worker: {}", bounded.error().message);
     return 3;

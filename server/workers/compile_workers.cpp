@@ -6,11 +6,13 @@
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -81,10 +83,33 @@ std::optional<int> reap(pid_t pid, int fd, bool kill_first) {
   return status;
 }
 
-// A directory only this worker may write in; its files go with it.
+// A directory only this worker may write in; its files go with it (end_of).
+// Named "kjit-worker-<pid>.<start>.<pid namespace>-XXXXXX" for the process
+// that makes it, the daemon: its pid, its start (/proc/self/stat's 22nd
+// field) and its pid namespace's inode, so that a daemon starting after
+// this one was killed can tell that the directory's owner is gone, and not
+// take a reused pid, or one of another pid namespace sharing the temporary
+// root, for it (server/daemon/leftover_directories.h reads the name).
+// Without /proc the name says no owner, and no such scan removes it.
 Result<std::string> make_private_dir() {
+  const std::string owner = [] {
+    char line[1024] = {};
+    const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    const ssize_t got = fd < 0 ? -1 : ::read(fd, line, sizeof(line) - 1);
+    if (fd >= 0) ::close(fd);
+    struct stat pid_namespace {};
+    if (got <= 0 || ::stat("/proc/self/ns/pid", &pid_namespace) != 0) return std::string();
+    // The command name (field 2) may hold spaces: fields 3 on follow its
+    // last ')', the state (3) and 18 numbers (4-21) before the start (22).
+    constexpr const char* k_up_to_start =
+        " %*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu";
+    const char* fields = std::strrchr(line, ')');
+    unsigned long long start = 0;
+    if (!fields || std::sscanf(fields + 1, k_up_to_start, &start) != 1) return std::string();
+    return std::to_string(::getpid()) + "." + std::to_string(start) + "." + std::to_string(pid_namespace.st_ino) + "-";
+  }();
   std::error_code ec;
-  std::string pattern = (std::filesystem::temp_directory_path(ec) / "kjit-worker-XXXXXX").string();
+  std::string pattern = (std::filesystem::temp_directory_path(ec) / ("kjit-worker-" + owner + "XXXXXX")).string();
   if (ec || !::mkdtemp(pattern.data()))
     return make_error(ErrorCode::internal,
                       std::string("compile worker: cannot make its private directory: ") + std::strerror(errno));
@@ -556,8 +581,12 @@ void CompileWorkers::release(Worker worker) {
 CompileWorkers::WorkerEnd CompileWorkers::end_of(const Worker& worker, bool kill_first) const {
   const std::optional<int> status = reap(worker.pid, worker.fd, kill_first);
   worker.output->wait_for_end();  // everything it wrote, up to its death, is read
+  // Every way a worker ends (a compile's end of it, a retirement, the
+  // pool's end) comes here once it is reaped: its directory goes with it.
   std::error_code ec;
   std::filesystem::remove_all(worker.private_dir, ec);
+  if (ec)
+    spdlog::warn("cannot remove compile worker {}'s directory {}: {}", worker.pid, worker.private_dir, ec.message());
   WorkerEnd end;
   end.signaled = status && WIFSIGNALED(*status);
   end.how = status ? describe_exit(*status) : "lost";
@@ -717,6 +746,23 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
       count_end("bound");
       return make_error(ErrorCode::resource_exhausted, f.message(), f.log());
     }
+    const bool known = f.code() >= 0 && f.code() <= static_cast<int32_t>(ErrorCode::internal);
+    const ErrorCode code = known ? static_cast<ErrorCode>(f.code()) : ErrorCode::internal;
+    if (!f.job_bound().empty()) {  // the job's own process went; the worker is fine
+      {
+        std::lock_guard lock(mutex_);
+        ++counters_.job_bounds[f.job_bound()];
+      }
+      release(*worker);
+      return make_error(code, f.message(), f.log());
+    }
+    // A Triton worker's jobs run in children of its interpreter, whose
+    // output (a dead child's "out of memory" among it) is not the worker's
+    // own state.
+    if (worker->worker_class.triton) {
+      release(*worker);
+      return make_error(code, f.message(), f.log());
+    }
     // A toolchain that survived a failed allocation said so on stderr
     // ("ptxas fatal: Memory allocation failure"): that is the memory bound,
     // and the worker, whose heap may be in any state, goes.
@@ -730,8 +776,7 @@ Result<Artifact> CompileWorkers::run(const CompileJob& job, const CompilePlan& p
                         f.log().empty() ? output : f.log() + "\n" + output);
     }
     release(*worker);
-    const bool known = f.code() >= 0 && f.code() <= static_cast<int32_t>(ErrorCode::internal);
-    return make_error(known ? static_cast<ErrorCode>(f.code()) : ErrorCode::internal, f.message(), f.log());
+    return make_error(code, f.message(), f.log());
   }
   release(*worker);
   Result<Artifact> artifact = from_artifact_outcome(std::move(outcome));

@@ -64,6 +64,9 @@ struct WorkerCounters {
   // The PCH files the live workers keep now, together (each worker's within
   // pch_bytes); a worker's go with it.
   uint64_t pch_bytes = 0;
+  // Compiles a bound of their job's own process stopped while the worker
+  // lived on (a Triton job's child), by bound: "cpu", "memory", "time".
+  std::map<std::string, uint64_t> job_bounds;
 };
 
 // Who waits for a compile: a client, or nobody (a fleet build), whose

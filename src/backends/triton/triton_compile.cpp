@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "backends/triton/json_strings.h"
@@ -19,7 +20,13 @@ struct Interpreters {
   std::mutex mutex;
   std::string home;
   std::map<std::string, std::unique_ptr<TritonInterpreter>> by_build;
+  TritonJobBounds bounds;
+  std::optional<std::string> last_bound;  // take_triton_job_bound's
 };
+
+// How long an interpreter may take, past its job's own time bound, to say
+// that the bound stopped the job.
+constexpr std::chrono::seconds k_answer_grace{10};
 Interpreters& interpreters() {
   static Interpreters all;
   return all;
@@ -69,7 +76,20 @@ std::string ir_of(const std::string& input_name) {
 ErrorCode code_of(const std::string& code) {
   if (code == "invalid_argument") return ErrorCode::invalid_argument;
   if (code == "failed_precondition") return ErrorCode::failed_precondition;
+  if (code == "resource_exhausted") return ErrorCode::resource_exhausted;
+  if (code == "deadline_exceeded") return ErrorCode::deadline_exceeded;
   return ErrorCode::internal;
+}
+
+// The bound a job's child crossed, named as an operator sets it.
+std::string bound_message(const std::string& bound, const TritonJobBounds& bounds, const std::string& what) {
+  if (bound == "cpu")
+    return "the Triton compile went past --compile-cpu-seconds (limits.compile_cpu_seconds = " +
+           std::to_string(bounds.cpu_seconds) + " s): " + what;
+  if (bound == "memory")
+    return "the Triton compile went past --compile-memory (limits.compile_memory_bytes = " +
+           std::to_string(bounds.memory_bytes) + "): " + what;
+  return "the Triton compile went past its time bound (--compile-timeout, limits.compile_timeout_s): " + what;
 }
 
 }  // namespace
@@ -77,6 +97,16 @@ ErrorCode code_of(const std::string& code) {
 void set_triton_home(std::string directory) {
   std::lock_guard lock(interpreters().mutex);
   interpreters().home = std::move(directory);
+}
+
+void set_triton_job_bounds(TritonJobBounds bounds) {
+  std::lock_guard lock(interpreters().mutex);
+  interpreters().bounds = bounds;
+}
+
+std::optional<std::string> take_triton_job_bound() {
+  std::lock_guard lock(interpreters().mutex);
+  return std::exchange(interpreters().last_bound, std::nullopt);
 }
 
 namespace {
@@ -96,21 +126,31 @@ std::vector<TritonStage> stages_of(const json& list, const char* name_key) {
 
 // One question to the build's interpreter (started at the first, kept for
 // the next ones): its answer when it says ok, else the error it gave.
-Result<json> ask_interpreter(const TritonBuild& build, const json& question, const Target& target,
-                             std::chrono::milliseconds timeout) {
+Result<json> ask_interpreter(const TritonBuild& build, json question, const Target& target,
+                             std::chrono::milliseconds timeout, bool warm_up) {
   // One question at a time per process (a worker runs one job at a time);
   // the lock keeps in-process callers (tests) from sharing a child's pipe.
   Interpreters& all = interpreters();
   std::lock_guard lock(all.mutex);
+  all.last_bound.reset();
+  // The job's child takes the bounds; the interpreter only waits for it.
+  json bounds = json::object();
+  if (all.bounds.cpu_seconds > 0) bounds["cpu_seconds"] = all.bounds.cpu_seconds;
+  if (all.bounds.memory_bytes > 0) bounds["memory_bytes"] = all.bounds.memory_bytes;
+  const std::chrono::milliseconds time =
+      all.bounds.time.count() > 0 ? std::min(all.bounds.time, timeout) : timeout;
+  bounds["time_ms"] = time.count();
+  question["bounds"] = std::move(bounds);
+  if (warm_up) question["background"] = true;
   std::unique_ptr<TritonInterpreter>& child = all.by_build[build.name];
   if (!child || !child->alive()) {
     Result<std::unique_ptr<TritonInterpreter>> started =
-        TritonInterpreter::start(build.python, home_directory() + "/" + build.name);
+        TritonInterpreter::start(build.python, home_directory() + "/" + build.name, warm_up);
     if (!started) return started.error();
     child = std::move(started.value());
   }
   Result<std::string> answer_text =
-      child->ask(question.dump(-1, ' ', false, json::error_handler_t::replace), timeout);
+      child->ask(question.dump(-1, ' ', false, json::error_handler_t::replace), time + k_answer_grace);
   if (!answer_text) {
     // LLVM and MLIR abort the process on some inputs they cannot lower
     // ("LLVM ERROR: Cannot select"): the module caused it, and the
@@ -125,8 +165,13 @@ Result<json> ask_interpreter(const TritonBuild& build, const json& question, con
   json answer = json::parse(*answer_text, nullptr, false);
   if (!answer.is_object()) return make_error(ErrorCode::internal, "the Triton interpreter answered something that is not JSON");
   if (!answer.value("ok", false)) {
-    Error error = make_error(code_of(answer.value("code", std::string("internal"))),
-                             answer.value("message", std::string("Triton failed")));
+    std::string message = answer.value("message", std::string("Triton failed"));
+    const std::string bound = answer.value("bound", std::string());
+    if (!bound.empty()) {
+      message = bound_message(bound, all.bounds, message);
+      all.last_bound = bound;
+    }
+    Error error = make_error(code_of(answer.value("code", std::string("internal"))), std::move(message));
     error.log = answer.value("log", std::string());
     return error;
   }
@@ -155,7 +200,7 @@ Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const Trito
   }
   if (!request.plugins.empty()) ask["plugins"] = request.plugins;
 
-  Result<json> answer = ask_interpreter(build, ask, request.target, request.timeout);
+  Result<json> answer = ask_interpreter(build, std::move(ask), request.target, request.timeout, false);
   if (!answer) return answer.error();
   TritonCompileOutput out;
   std::optional<std::string> binary = base64_decode(answer->value("binary_b64", std::string()));
@@ -179,12 +224,12 @@ Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const Trito
 }
 
 Result<TritonPipeline> describe_triton_pipeline(const TritonBuild& build, const Target& target,
-                                                const std::vector<std::string>& plugins) {
+                                                const std::vector<std::string>& plugins, bool warm_up) {
   if (!build.builds(target))
     return make_error(ErrorCode::failed_precondition, "Triton build '" + build.name + "' does not build " + target.canonical());
   json ask = {{"op", "pipeline"}, {"target", target_json(target)}, {"options", json::object()}};
   if (!plugins.empty()) ask["plugins"] = plugins;
-  Result<json> answer = ask_interpreter(build, ask, target, std::chrono::minutes(5));
+  Result<json> answer = ask_interpreter(build, std::move(ask), target, std::chrono::minutes(5), warm_up);
   if (!answer) return answer.error();
   TritonPipeline out;
   out.stages = stages_of(answer->value("stages", json::array()), "name");

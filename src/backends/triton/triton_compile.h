@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,20 +55,39 @@ struct TritonPipeline {
   std::map<std::string, std::vector<std::string>> skipped;
 };
 
+// The bounds of one Triton job, applied to the child the build's warm
+// interpreter forks for it, from zero (the interpreter itself has none of
+// them); 0 leaves one unbounded. Set once per process by a compile worker.
+struct TritonJobBounds {
+  uint64_t cpu_seconds = 0;
+  uint64_t memory_bytes = 0;  // beyond what the child holds when forked
+  std::chrono::milliseconds time{0};
+};
+void set_triton_job_bounds(TritonJobBounds bounds);
+
+// Which of the bounds above ("cpu", "memory", "time") stopped the latest
+// compile_triton of this process, if one did; cleared by reading it. A
+// worker reads it after each job: the job's child went, the worker lives.
+std::optional<std::string> take_triton_job_bound();
+
 // Where the process's interpreters live (each in a directory of its own
 // under it): a worker's private directory. Until set, a directory under
 // TMPDIR.
 void set_triton_home(std::string directory);
 
 // invalid_argument with Triton's diagnostic for what the module or its
-// options caused; failed_precondition for a target the build lacks; internal
-// or deadline_exceeded when the interpreter failed (it is restarted at the
-// next compile).
+// options caused; failed_precondition for a target the build lacks;
+// resource_exhausted or deadline_exceeded naming the job's bound that stopped
+// it; internal when the interpreter failed (it is restarted at the next
+// compile).
 Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const TritonCompileRequest& request);
 
 // What compile_triton would run, from a small kernel's compile (cached by the
 // interpreter per target, options and plugins).
+// `warm_up`: asked ahead of any client (a prestarted worker): an
+// interpreter started for it warms up at idle CPU priority, and its probe
+// compile runs there too.
 Result<TritonPipeline> describe_triton_pipeline(const TritonBuild& build, const Target& target,
-                                                const std::vector<std::string>& plugins);
+                                                const std::vector<std::string>& plugins, bool warm_up = false);
 
 }  // namespace kjit

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,7 +56,8 @@ int read_exactly(int fd, char* out, size_t size, std::chrono::steady_clock::time
 }  // namespace
 
 Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::string& python,
-                                                                    const std::string& working_dir) {
+                                                                    const std::string& working_dir,
+                                                                    bool warm_at_idle) {
   std::error_code ec;
   std::filesystem::create_directories(working_dir + "/tmp", ec);
   if (ec) return internal("cannot create " + working_dir + " for a Triton interpreter: " + ec.message());
@@ -65,6 +67,7 @@ Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::s
   std::vector<std::string> args{python, "-I", "-B", "-c", script};
   std::vector<std::string> env{"PATH=/usr/bin:/bin", "HOME=" + working_dir, "TMPDIR=" + working_dir + "/tmp",
                                "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"};
+  if (warm_at_idle) env.push_back("KJIT_TRITON_WARM_AT_IDLE=1");
   std::vector<char*> argv, envp;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -85,6 +88,16 @@ Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::s
   }
   if (pid == 0) {
     if (::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0 || ::chdir(working_dir.c_str()) != 0) ::_exit(126);
+    // A compile worker's CPU limit is its current job's, and its memory
+    // limit its own size plus a job's: the interpreter lives for many jobs
+    // and bounds each job's child instead.
+    for (int resource : {RLIMIT_CPU, RLIMIT_AS}) {
+      rlimit limit{};
+      if (::getrlimit(resource, &limit) == 0 && limit.rlim_cur != limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(resource, &limit);
+      }
+    }
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }

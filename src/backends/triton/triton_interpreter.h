@@ -25,8 +25,12 @@ class TritonInterpreter {
   // Starts `python -I -B -c <script>` in `working_dir` (created if missing),
   // with a minimal environment: no TRITON_* or CUDA_HOME from the caller, and
   // HOME and TMPDIR under the working directory. The child stays in the
-  // caller's process group, so whoever kills the group stops it too.
-  static Result<std::unique_ptr<TritonInterpreter>> start(const std::string& python, const std::string& working_dir);
+  // caller's process group, so whoever kills the group stops it too. It
+  // takes none of the caller's CPU or memory limits below their hard ones
+  // (a compile worker's are a job's; each job's child sets its own), and
+  // with `warm_at_idle` it imports Triton at idle CPU priority.
+  static Result<std::unique_ptr<TritonInterpreter>> start(const std::string& python, const std::string& working_dir,
+                                                          bool warm_at_idle = false);
   ~TritonInterpreter();  // closes its stdin, then ends it
   TritonInterpreter(const TritonInterpreter&) = delete;
   TritonInterpreter& operator=(const TritonInterpreter&) = delete;
