@@ -11,6 +11,18 @@ Each scenario starts its own kjitd on a fresh socket and cache directory:
                of every entry (3 times)
   redis        redis-server killed under load and started again
   full_disk    the cache directory on a full 1 MiB tmpfs
+  endurance    one kjitd with --compile-cpu-seconds 5 serving a long mixed
+               stream (new Triton kernels from triton_variants.py for four
+               targets, new CUDA C++ and PTX, repeats that must be hits)
+               from 4 clients for --duration s (150 by default, 120 under
+               ASan): no request fails, a fresh kjitd gives the same bytes
+               for a sample of the same requests, the Triton jobs' CPU
+               together is many times one job's bound, and after the first
+               third kjitd's, its workers' and its Triton interpreters'
+               memory, open files and threads and the directories under its
+               TMPDIR stay flat (sampled every few seconds). Without the
+               Triton builds (.deps/triton-builds) its Triton part is
+               skipped, saying so, except under CI (env CI), where it fails.
 
 Every expectation that does not hold is a failure naming it; the figures go
 to a table on stdout and to --report as JSON. Assertions are about
@@ -43,6 +55,8 @@ import tempfile
 import threading
 import time
 import urllib.request
+
+import triton_variants
 
 MiB = 1 << 20
 SKIP = 77
@@ -851,12 +865,766 @@ def scenario_full_disk(ctx, args):
     return figures
 
 
+# --- endurance ---------------------------------------------------------------
+
+# "Months, measured": one kjitd serving a long mixed stream (new Triton
+# kernels for several targets, new CUDA C++, new PTX, repeats that must be
+# hits) from several clients, with --compile-cpu-seconds bounding each
+# compile. Every answer must be right (the bytes a fresh daemon gives for
+# the same request), the Triton jobs together must spend far more CPU than
+# one job may, and after the warm-up the daemon's and its workers' memory,
+# files, threads and temporary directories must stay flat.
+
+# The scenario's length in a test run; --duration sets another (the bench
+# runs it for 30 minutes).
+ENDURANCE_SECONDS = 150
+ASAN_ENDURANCE_SECONDS = 120
+# --compile-cpu-seconds: each Triton job's child may use this much CPU; the
+# warm interpreter forking them has no bound, so together they may use far
+# more. A variant of triton_variants.py takes 0.65 s on average, 1.6 s at most.
+ENDURANCE_CPU_SECONDS = 5
+# The Triton jobs' CPU together must be at least this many times one job's bound.
+ENDURANCE_CPU_FACTOR = 4
+ENDURANCE_CLIENTS = 4
+# More workers than clients: the pool is kept full, and a job finding no
+# idle worker of its class ends an idle one of the other class (a Triton
+# worker's interpreter then starts anew): with 3 workers for the 4 clients
+# 13 interpreters started in 60 s, none living long; with 6, 10 in 600 s,
+# one of them serving 113 s of Triton jobs' CPU.
+ENDURANCE_WORKERS = 6
+# kjitd's memory tier, small as in the load scenario: a Triton entry (its
+# binary, metadata and every stage's IR) is tens to hundreds of KiB, so the
+# tier fills within the warm-up and the memory that follows is not a cache
+# growing to its budget.
+ENDURANCE_MEMORY_TIER_BYTES = 8 * MiB
+# New Triton kernels, new CUDA C++ and PTX, and repeats of answered requests.
+ENDURANCE_MIX = (("triton", 40), ("cuda", 15), ("ptx", 10), ("repeat", 35))
+# Beyond the warm-up (the first third): how much the resident memory of
+# kjitd, and of each worker and Triton interpreter that lived through both,
+# may grow from the second third to the last. The workers and interpreters
+# stay within a few MiB; kjitd's grows by some 30 KiB a distinct compile
+# until its bounded tables are full (the plan memo keeps 64 MiB of jobs, the
+# recipe index 10,000 recipes): its peak rose 6 MiB from the second third
+# to the last of a 150 s run on 2 cores, 6 to 8 MiB in 600 s runs.
+ENDURANCE_RSS_GROWTH = 32 * MiB
+# What a peak of the last third may exceed the second third's by where a
+# sample's value depends on what is in flight at that moment, not on what
+# ran before: kjitd's open files and threads, by the calls in flight (one a
+# client; the slack is their number); a worker's or an interpreter's open
+# files, threads and directories, by the job it runs (a Triton job's pipe,
+# log and Triton's cache directory for it); the top-level directories under
+# kjitd's TMPDIR that no live worker works in (a worker ending while
+# another, started in its place, made its own). A leak shows all the same:
+# besides the peaks, the lowest value of the last third may not exceed the
+# highest of the second.
+ENDURANCE_JOB_SLACK = 4
+ENDURANCE_DIR_SLACK = ENDURANCE_WORKERS
+# The fresh daemon's sample: up to this many Triton requests (all of them
+# when the run made fewer), CUDA C++ and PTX ones; at least ENDURANCE_SAMPLE_MIN in all.
+ENDURANCE_SAMPLE_TRITON = 24
+ENDURANCE_SAMPLE_OTHER = 8
+ENDURANCE_SAMPLE_MIN = 20
+ENDURANCE_CUDA_TARGETS = ("cuda:80", "cuda:90")
+ENDURANCE_PTX_TARGETS = ("cuda:80", "cuda:90")
+
+TRITON_BUILDS = os.environ.get("KJIT_TRITON_BUILDS_DIR") or os.path.join(REPO, ".deps", "triton-builds")
+TRITON_DEFAULT_BUILD = "triton-3.9.0"
+
+PTX_BASE_KERNEL = """
+extern "C" __global__ void kjit_ptx_base(float* x, const float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 3.0f + y[i];
+}
+"""
+
+
+def triton_python():
+    """The default Triton build's interpreter, or None when it is not installed."""
+    python = os.path.join(TRITON_BUILDS, TRITON_DEFAULT_BUILD, "bin", "python")
+    return python if os.access(python, os.X_OK) else None
+
+
+def open_files(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+
+
+def thread_count(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return None
+
+
+def cpu_fields(pid):
+    """(own, reaped children's) CPU seconds of pid: utime+stime, cutime+cstime."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
+def directories_under(root, skip=()):
+    """The directories under root, those of its entries named in skip aside."""
+    count = 0
+    for base, dirs, _ in os.walk(root):
+        if base == root:
+            dirs[:] = [d for d in dirs if d not in skip]
+        count += len(dirs)
+    return count
+
+
+def worker_directory(pid, root):
+    """The directory under root a worker works in (its private directory:
+    it enters it before it confines itself), or None."""
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    rel = os.path.relpath(cwd, root)
+    return None if rel.startswith("..") else rel.split(os.sep)[0]
+
+
+def is_interpreter(cmdline):
+    return os.path.basename(cmdline.split(" ", 1)[0]).startswith("python")
+
+
+class Request:
+    """One compile request: a file, a target and options. Its first answer
+    is kept (the output file, key) for the repeats and the fresh daemon."""
+
+    def __init__(self, kind, label, path, args):
+        self.kind = kind  # "triton", "cuda", "ptx"
+        self.label = label
+        self.path = path
+        self.args = list(args)
+        self.first = None
+
+    def argv(self, kjit, out):
+        return [kjit, "compile", self.path, *self.args, "-o", out, "--json"]
+
+    def text(self):
+        return f"{self.label} ({' '.join(self.args)})"
+
+
+def kjit_compile(ctx, socket_path, request, out, timeout=300):
+    """`kjit compile` of one request: its answer's JSON, or an error."""
+    env = dict(ctx.env, KJIT_SOCKET=socket_path)
+    began = time.monotonic()
+    try:
+        r = subprocess.run(request.argv(ctx.kjit, out), capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no answer within {timeout} s"}
+    ms = (time.monotonic() - began) * 1000
+    report = sanitizer_report(r.stderr or "")
+    if report:
+        return {"error": f"a sanitizer report on kjit's stderr:\n{report}", "sanitizer": True}
+    if r.returncode != 0:
+        return {"error": f"exit {r.returncode}: {r.stderr.strip()[:1500]}"}
+    try:
+        answer = json.loads(r.stdout)
+    except ValueError:
+        return {"error": f"not JSON on stdout: {r.stdout[:300]!r}"}
+    if not os.path.isfile(out):
+        return {"error": f"no output file {out}"}
+    return {"answer": answer, "ms": ms}
+
+
+def same_bytes(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
+def percentiles(values):
+    if not values:
+        return {"requests": 0}
+    values = sorted(values)
+    pick = lambda q: values[min(len(values) - 1, int(q * len(values)))]
+    return {"requests": len(values), "p50_ms": pick(0.5), "p99_ms": pick(0.99), "max_ms": values[-1]}
+
+
+class EnduranceStream:
+    """The requests the clients take, one at a time: new ones of each kind
+    and repeats of answered ones, by ENDURANCE_MIX; and what came back."""
+
+    def __init__(self, ctx, work, triton, cuda_bases, ptx_base):
+        self.ctx = ctx
+        self.work = work
+        self.triton = triton  # an iterator of triton_variants.Variant, or None
+        self.cuda_bases = cuda_bases  # [(name, text)]
+        self.ptx_base = ptx_base  # PTX text naming kjit_ptx_base, or None
+        self.rng = random.Random(ctx.seed * 7 + 3)
+        self.lock = threading.Lock()
+        self.serial = 0
+        self.originals = []  # requests with a first answer
+        self.failures = []
+        self.refused = []  # (request, message): Triton said invalid argument
+        self.miss_ms, self.hit_ms = [], []
+        self.counts = {k: {"issued": 0, "ok": 0, "hits": 0} for k in ("triton", "cuda", "ptx")}
+        self.answered = 0
+        self.triton_compiled = 0
+        os.makedirs(os.path.join(work, "in"))
+        os.makedirs(os.path.join(work, "out"))
+
+    def _path(self, name):
+        return os.path.join(self.work, "in", name)
+
+    def add_original(self, request, out, answer):
+        """A request made outside the stream (the PTX base), answered."""
+        with self.lock:
+            request.first = {"out": out, "key": answer.get("key"), "cache": answer.get("cache")}
+            self.originals.append(request)
+            self.counts[request.kind]["issued"] += 1
+            self.counts[request.kind]["ok"] += 1
+            self.answered += 1
+
+    def _new(self, kind):
+        self.serial += 1
+        n = self.serial
+        if kind == "triton":
+            v = next(self.triton)
+            path = v.write(os.path.join(self.work, "in"))
+            return Request("triton", v.name, path, v.option_args())
+        if kind == "ptx":
+            name = f"kjit_ptx_{self.ctx.seed}_{n}"
+            path = self._path(f"{name}.ptx")
+            with open(path, "w") as f:
+                f.write(self.ptx_base.replace("kjit_ptx_base", name))
+            return Request("ptx", name, path, ["-t", self.rng.choice(ENDURANCE_PTX_TARGETS)])
+        base, text = self.cuda_bases[n % len(self.cuda_bases)]
+        name = f"{os.path.splitext(base)[0]}_{self.ctx.seed}_{n}"
+        path = self._path(f"{name}.cu")
+        with open(path, "w") as f:
+            f.write(text + f'\nextern "C" __global__ void kjit_endurance_{n}(float* x) {{ x[threadIdx.x] += {n}.0f; }}\n')
+        return Request("cuda", name, path, ["-t", self.rng.choice(ENDURANCE_CUDA_TARGETS)])
+
+    def take_new(self, kind):
+        return self.take(kind)
+
+    def take(self, kind=None):
+        """(request, is a repeat, output path)."""
+        with self.lock:
+            kinds = [(k, w) for k, w in ENDURANCE_MIX
+                     if (k != "triton" or self.triton) and (k != "ptx" or self.ptx_base)
+                     and (k != "repeat" or self.originals)]
+            kind = kind or self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
+            repeat = kind == "repeat"
+            request = self.rng.choice(self.originals) if repeat else self._new(kind)
+            self.serial += 1
+            out = os.path.join(self.work, "out", f"{self.serial}.bin")
+            self.counts[request.kind]["issued"] += 1
+        return request, repeat, out
+
+    def record(self, request, repeat, out, result):
+        with self.lock:
+            self.answered += 1
+            if "error" in result:
+                if (request.kind == "triton" and not repeat and "invalid argument" in result["error"]
+                        and not result.get("sanitizer")):
+                    self.refused.append((request, result["error"]))
+                else:
+                    self.failures.append(f"{request.kind} {'repeat ' if repeat else ''}{request.text()}: "
+                                         f"{result['error']}")
+                return
+            answer = result["answer"]
+            self.counts[request.kind]["ok"] += 1
+            if not repeat:
+                if answer.get("cache") != "compiled":
+                    self.failures.append(f"{request.text()}: a new request answered from {answer.get('cache')!r}, "
+                                         "not compiled")
+                request.first = {"out": out, "key": answer.get("key"), "cache": answer.get("cache")}
+                self.originals.append(request)
+                self.miss_ms.append(result["ms"])
+                if request.kind == "triton":
+                    self.triton_compiled += 1
+                return
+            self.hit_ms.append(result["ms"])
+            if answer.get("cache") in ("memory", "disk"):
+                self.counts[request.kind]["hits"] += 1
+            else:
+                self.failures.append(f"repeat {request.text()}: answered from {answer.get('cache')!r}, not a hit")
+            if not same_bytes(out, request.first["out"]):
+                self.failures.append(f"repeat {request.text()}: {os.path.getsize(out)} bytes differ from the first "
+                                     f"answer's {os.path.getsize(request.first['out'])}")
+            elif answer.get("key") != request.first["key"]:
+                self.failures.append(f"repeat {request.text()}: key {answer.get('key')} != {request.first['key']}")
+            else:
+                os.unlink(out)
+
+
+class EnduranceSampler:
+    """Every `period` s: kjitd's, each worker's and each Triton interpreter's
+    resident memory, open files and threads, the directories under kjitd's
+    temporary root, the Triton jobs' CPU so far, and the stream's count."""
+
+    def __init__(self, daemon, stream, period):
+        self.daemon = daemon
+        self.stream = stream
+        self.period = period
+        self.samples = []
+        self.jobs_cpu = {}  # interpreter pid -> its reaped children's CPU, last seen
+        self.own_cpu = {}  # interpreter pid -> its own CPU (Triton's import, the forks)
+        self.unreadable = set()
+        self.error = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self.t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        self.sample()  # the end of the run
+
+    def _run(self):
+        try:
+            while not self._stop.wait(0 if not self.samples else self.period):
+                if self.sample() is None:
+                    return
+        except Exception as e:  # its own bug: the scenario fails on it, not on missing samples
+            self.error = f"{type(e).__name__}: {e}"
+
+    def process(self, pid, what):
+        status = proc_status(pid)
+        if status is None:
+            return None
+        fds = open_files(pid)
+        if fds is None:
+            self.unreadable.add(what)
+        return {"rss": status.get("VmRSS", 0), "anon": status.get("RssAnon", 0), "fds": fds,
+                "threads": thread_count(pid)}
+
+    def sample(self):
+        t = time.monotonic() - self.t0
+        daemon = self.process(self.daemon.pid, "kjitd")
+        if daemon is None:
+            return None
+        workers, interpreters, jobs, owned = {}, {}, 0, set()
+        root = self.daemon.tmpdir
+        for w in workers_of(self.daemon.pid):
+            entry = self.process(w, "a worker")
+            if entry is None:
+                continue
+            top = worker_directory(w, root)
+            if top:
+                owned.add(top)
+                # Its precompiled headers aside: a cache of one directory a
+                # header set, bounded by the workers' PCH budget.
+                entry["dirs"] = 1 + directories_under(os.path.join(root, top), skip=("pch",))
+            for c, cmdline in children(w).items():
+                if not is_interpreter(cmdline):
+                    continue
+                it = self.process(c, "a Triton interpreter")
+                cpu = cpu_fields(c)
+                if it is None or cpu is None:
+                    continue
+                self.own_cpu[c], self.jobs_cpu[c] = cpu
+                it.update(worker=w, own_cpu_s=cpu[0], jobs_cpu_s=cpu[1])
+                interpreters[str(c)] = it
+                jobs += len(children(c))
+            workers[str(w)] = entry
+        with self.stream.lock:
+            answered, compiled = self.stream.answered, self.stream.triton_compiled
+        try:
+            tops = [e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e))]
+        except OSError:
+            tops = []
+        s = {"t": round(t, 2), "answered": answered, "triton_compiled": compiled,
+             "triton_cpu_s": round(sum(self.jobs_cpu.values()), 2), "kjitd": daemon, "workers": workers,
+             "interpreters": interpreters, "job_children": jobs,
+             # Every directory under kjitd's TMPDIR, and those of its top
+             # level that no live worker works in (a worker's that ended, or
+             # one being made).
+             "tmp_dirs": directories_under(root), "tmp_dirs_unowned": sorted(set(tops) - owned)}
+        self.samples.append(s)
+        return s
+
+
+def sample_line(s):
+    def mib(v):
+        return f"{v / MiB:.0f}"
+    interp = s["interpreters"].values()
+    return (f"t={s['t']:6.0f}s answered {s['answered']:5d} triton {s['triton_compiled']:4d} "
+            f"cpu {s['triton_cpu_s']:7.1f}s | kjitd {mib(s['kjitd']['rss'])} MiB fds {s['kjitd']['fds']} "
+            f"thr {s['kjitd']['threads']} | workers {len(s['workers'])} "
+            f"{mib(sum(w['rss'] for w in s['workers'].values()))} MiB | interp {len(s['interpreters'])} "
+            f"{mib(sum(i['rss'] for i in interp))} MiB fds {sum(i['fds'] or 0 for i in interp)} "
+            f"thr {sum(i['threads'] or 0 for i in interp)} | tmp dirs {s['tmp_dirs']} "
+            f"({len(s['tmp_dirs_unowned'])} no worker's)")
+
+
+def endurance_table(samples, rows=12):
+    """The samples as a table over time: about `rows` of them, evenly
+    spread, the last always; every one with rows=None."""
+    if rows and len(samples) > rows:
+        step = len(samples) / rows
+        picked = [samples[int(i * step)] for i in range(rows)] + [samples[-1]]
+    else:
+        picked = list(samples)
+    head = ("t s", "answered", "triton", "triton CPU s", "kjitd MiB", "fds", "threads", "workers", "workers MiB",
+            "interp", "interp MiB", "interp fds", "interp thr", "tmp dirs", "no worker's")
+    out = [head]
+    for s in picked:
+        interp = list(s["interpreters"].values())
+        out.append((f"{s['t']:.0f}", str(s["answered"]), str(s["triton_compiled"]), f"{s['triton_cpu_s']:.1f}",
+                    f"{s['kjitd']['rss'] / MiB:.1f}", str(s["kjitd"]["fds"]), str(s["kjitd"]["threads"]),
+                    str(len(s["workers"])), f"{sum(w['rss'] for w in s['workers'].values()) / MiB:.0f}",
+                    str(len(interp)), " ".join(f"{i['rss'] / MiB:.0f}" for i in interp) or "-",
+                    " ".join(str(i["fds"]) for i in interp) or "-", " ".join(str(i["threads"]) for i in interp) or "-",
+                    str(s["tmp_dirs"]), str(len(s["tmp_dirs_unowned"]))))
+    widths = [max(len(r[i]) for r in out) for i in range(len(head))]
+    return ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in out]
+
+
+def window_values(samples, since, until, get):
+    out = []
+    for s in samples:
+        if since <= s["t"] <= until:
+            v = get(s)
+            if v is not None:
+                out.append(v)
+    return out
+
+
+def flatness(samples, end, growth, sanitizer, calls):
+    """The failures of the bounds on what may grow after the warm-up, and
+    the figures, per quantity: its peak in the second third and in the last
+    (and its lowest there). kjitd's thirds are the run's; a worker's or an
+    interpreter's, those of its own life, when it lived half the run or
+    more (a Triton worker started late has its own warm-up: Triton's cache
+    directories of its first compile, its interpreter's memory growing)."""
+    failures, figures = [], {}
+
+    def compare(name, get, slack, unit="", since=0.0, until=end):
+        # Memory may rise as bounded tables fill with the stream's distinct
+        # kernels (the plan memo's 64 MiB, the recipe index): only its
+        # growth is bounded. A count (files, threads, directories) depends
+        # on nothing of the kind, so it may not creep up either.
+        a, b = since + (until - since) / 3, since + 2 * (until - since) / 3
+        second = window_values(samples, a, b, get)
+        last = window_values(samples, b, float("inf"), get)
+        if not second or not last:
+            return
+        figures[name] = {"second_third_peak": max(second), "last_third_peak": max(last),
+                         "last_third_low": min(last)}
+        scale = MiB if unit == "MiB" else 1
+        if max(last) > max(second) + slack:
+            failures.append(f"{name} grew after the warm-up: peak {max(second) / scale:.1f}{unit} in the second "
+                            f"third, {max(last) / scale:.1f}{unit} in the last (allowed {slack / scale:.0f}{unit} "
+                            f"more{sanitizer if unit else ''})")
+        elif unit != "MiB" and min(last) > max(second):
+            failures.append(f"{name} crept up: its lowest in the last third, {min(last) / scale:.1f}{unit}, is over "
+                            f"its peak in the second third, {max(second) / scale:.1f}{unit}")
+
+    compare("kjitd RSS", lambda s: s["kjitd"]["rss"], growth, "MiB")
+    compare("kjitd open files", lambda s: s["kjitd"]["fds"], calls)
+    compare("kjitd threads", lambda s: s["kjitd"]["threads"], calls)
+    compare("directories under kjitd's TMPDIR no worker works in", lambda s: len(s["tmp_dirs_unowned"]),
+            ENDURANCE_DIR_SLACK)
+    for group, what in (("workers", "worker"), ("interpreters", "Triton interpreter")):
+        seen = {}
+        for s in samples:
+            for pid in s[group]:
+                first, _ = seen.get(pid, (s["t"], s["t"]))
+                seen[pid] = (first, s["t"])
+        for pid, (first, last) in sorted(seen.items()):
+            if last - first < end / 2:
+                continue
+            get = lambda key: (lambda s: s[group][pid].get(key) if pid in s[group] else None)
+            compare(f"{what} {pid} RSS", get("rss"), growth, "MiB", first, last)
+            compare(f"{what} {pid} open files", get("fds"), ENDURANCE_JOB_SLACK, "", first, last)
+            compare(f"{what} {pid} threads", get("threads"), ENDURANCE_JOB_SLACK, "", first, last)
+            compare(f"{what} {pid} directories", get("dirs"), ENDURANCE_JOB_SLACK, "", first, last)
+    return failures, figures
+
+
+def metrics_text(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            return r.read().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def scenario_endurance(ctx, args):
+    figures = {}
+    try:
+        return endurance(ctx, args, figures)
+    except Failure as e:
+        e.figures = figures  # the table shows what was measured before the check that failed
+        raise
+
+
+def endurance(ctx, args, figures):
+    duration = args.duration or (ASAN_ENDURANCE_SECONDS if ctx.asan else ENDURANCE_SECONDS)
+    period = args.sample_period or max(2.0, duration / 180)
+    clients = args.endurance_clients
+    python = triton_python()
+    triton_note = None
+    if python is None:
+        triton_note = (f"endurance: the Triton part skipped: no Triton builds in {TRITON_BUILDS} "
+                       "(scripts/install-deps.sh installs them)")
+        if os.environ.get("CI"):
+            raise Failure(triton_note + "; CI must run it")
+        ctx.notes.append(triton_note)
+        log(triton_note)
+    extra = ["--compile-workers", str(ENDURANCE_WORKERS), "--compile-cpu-seconds", str(ENDURANCE_CPU_SECONDS),
+             "--memory-cache-bytes", str(ENDURANCE_MEMORY_TIER_BYTES)] + args.kjitd_arg
+    metrics_port = None
+    if "--metrics-port" in ctx.kjitd_help:
+        metrics_port = free_port()
+        extra += ["--metrics-port", str(metrics_port)]
+    d = Daemon(ctx, "endurance", extra).start()
+    work = tempfile.mkdtemp(prefix="endurance-", dir=ctx.tmp)
+
+    cuda_bases = []
+    for pattern_dir in ("examples", os.path.join("bench", "kernels")):
+        for name in sorted(os.listdir(os.path.join(REPO, pattern_dir))):
+            if name.endswith(".cu"):
+                with open(os.path.join(REPO, pattern_dir, name)) as f:
+                    cuda_bases.append((name, f.read()))
+    expect(cuda_bases, "endurance: no CUDA C++ in examples/ or bench/kernels/")
+    triton = None
+    if python:
+        triton = triton_variants.stream(ctx.seed)
+    stream = EnduranceStream(ctx, work, triton, cuda_bases, None)
+
+    # The PTX the stream's PTX requests are made from: the daemon's own, an
+    # answer like any other (repeated and compared at the end too).
+    ptx_source = os.path.join(work, "in", "kjit_ptx_base.cu")
+    with open(ptx_source, "w") as f:
+        f.write(PTX_BASE_KERNEL)
+    ptx_request = Request("cuda", "kjit_ptx_base", ptx_source, ["-t", "cuda:80", "--ptx"])
+    ptx_out = os.path.join(work, "out", "kjit_ptx_base.ptx")
+    result = kjit_compile(ctx, d.socket, ptx_request, ptx_out)
+    expect("error" not in result, f"endurance: the PTX for the stream: {result.get('error')}\n{d.log_tail()}")
+    stream.add_original(ptx_request, ptx_out, result["answer"])
+    with open(ptx_out) as f:
+        stream.ptx_base = f.read()
+    expect("kjit_ptx_base" in stream.ptx_base, "endurance: the PTX does not name its kernel")
+    if triton:
+        # One Triton kernel first, alone: kjitd's first Triton request waits
+        # for it to find and describe its Triton builds (seconds), and the
+        # stream is meant to measure a daemon past that.
+        request, _, out = stream.take_new("triton")
+        result = kjit_compile(ctx, d.socket, request, out)
+        expect("error" not in result, f"endurance: the first Triton compile: {result.get('error')}\n{d.log_tail()}")
+        stream.record(request, False, out, result)
+
+    log(f"endurance: {duration:.0f} s, {clients} clients, a sample every {period:.0f} s; kjitd {d.pid}, "
+        f"--compile-cpu-seconds {ENDURANCE_CPU_SECONDS}, {ENDURANCE_WORKERS} workers"
+        + ("" if python else "; no Triton"))
+    sampler = EnduranceSampler(d, stream, period).start()
+    end = time.monotonic() + duration
+    errors = []
+
+    def client():
+        try:
+            while time.monotonic() < end:
+                request, repeat, out = stream.take()
+                stream.record(request, repeat, out, kjit_compile(ctx, d.socket, request, out))
+        except Exception as e:  # the client's own bug: a failure, not a hang
+            errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    # A line every 15 s at least while it runs; the table at the end.
+    every = max(15.0, period)
+    shown = -1
+    while any(th.is_alive() for th in threads):
+        threads[0].join(timeout=0.5)
+        if sampler.samples and int(sampler.samples[-1]["t"] // every) > shown:
+            shown = int(sampler.samples[-1]["t"] // every)
+            log("endurance: " + sample_line(sampler.samples[-1]))
+        expect(d.running(), f"endurance: kjitd died:\n{d.log_tail()}")
+    stream_seconds = time.monotonic() - sampler.t0
+    sampler.stop()
+    log("endurance: " + sample_line(sampler.samples[-1]))
+    expect(not errors, f"endurance: a client failed: {errors[:3]}")
+    expect(not sampler.error, f"endurance: the sampler failed: {sampler.error}")
+
+    # Idle: every Triton job's child gone, nothing left but the workers and
+    # their interpreters (bounded polling: the last answers' children are
+    # being reaped).
+    strays, unowned = None, []
+    settle = time.monotonic() + 20
+    while time.monotonic() < settle:
+        strays = {}
+        for w in workers_of(d.pid):
+            for c, cmdline in children(w).items():
+                if is_interpreter(cmdline):
+                    strays.update(children(c))
+                else:
+                    strays[c] = cmdline
+        strays.update({c: cmd for c, cmd in children(d.pid).items() if "--worker-fd" not in cmd})
+        owned = {worker_directory(w, d.tmpdir) for w in workers_of(d.pid)}
+        unowned = sorted(e for e in os.listdir(d.tmpdir) if e not in owned)
+        if not strays and not unowned:
+            break
+        time.sleep(0.2)
+
+    samples = sampler.samples
+    metrics = metrics_text(metrics_port) if metrics_port else None
+    worker_pids = set()
+    interpreter_pids = set()
+    for s in samples:
+        worker_pids |= set(s["workers"])
+        interpreter_pids |= set(s["interpreters"])
+    triton_cpu = sum(sampler.jobs_cpu.values())
+    one_interpreter = max(sampler.jobs_cpu.values(), default=0.0)
+    growth = ENDURANCE_RSS_GROWTH
+    sanitizer = ""
+    if ctx.asan:
+        quarantine = quarantine_bytes(ctx.env) * 9 // 8
+        growth = growth * ASAN_HEAP_FACTOR + quarantine
+        sanitizer = f", under ASan x{ASAN_HEAP_FACTOR} + quarantine {quarantine / MiB:.0f} MiB"
+    flat_failures, flat = flatness(samples, stream_seconds, growth, sanitizer, clients)
+
+    counts = stream.counts
+    figures.update({
+        "seconds": stream_seconds, "clients": clients, "sample_period_s": period,
+        "requests": stream.answered, "rps": stream.answered / stream_seconds if stream_seconds else 0,
+        "by_kind": counts, "failed": len(stream.failures), "failures": stream.failures[:20],
+        "triton_refused": [f"{r.text()}: {m[:300]}" for r, m in stream.refused],
+        "triton": bool(python), "triton_skipped": triton_note,
+        "triton_compiled": stream.triton_compiled,
+        "triton_jobs_cpu_s": triton_cpu, "triton_jobs_cpu_one_interpreter_s": one_interpreter,
+        "triton_interpreters_own_cpu_s": sum(sampler.own_cpu.values()),
+        "compile_cpu_seconds": ENDURANCE_CPU_SECONDS,
+        "kinds": {"hit": percentiles(stream.hit_ms), "miss": percentiles(stream.miss_ms), "bad": {"requests": 0}},
+        "kjitd_peak_rss": max(s["kjitd"]["rss"] for s in samples),
+        "worker_peak_rss": max((w["rss"] for s in samples for w in s["workers"].values()), default=0),
+        "interpreter_peak_rss": max((i["rss"] for s in samples for i in s["interpreters"].values()), default=0),
+        "worker_pids_seen": len(worker_pids), "interpreter_pids_seen": len(interpreter_pids),
+        "pool_size": ENDURANCE_WORKERS,
+        "worker_restarts": max(0, len(worker_pids) - ENDURANCE_WORKERS),
+        "rss_growth_bound": growth, "flat": flat, "strays_after_idle": strays or {},
+        "tmp_dirs_unowned_after_idle": unowned,
+        "unreadable": sorted(sampler.unreadable), "samples": samples,
+    })
+    if metrics:
+        figures["metrics"] = {
+            "worker_crashes": metric_sum(metrics, "kjit_worker_crashes_total", {}),
+            "worker_starts": metric_sum(metrics, "kjit_worker_starts_total", {}),
+            "worker_kills_bound": metric_sum(metrics, "kjit_worker_kills_total", {"cause": "bound"}),
+            "worker_kills_timeout": metric_sum(metrics, "kjit_worker_kills_total", {"cause": "timeout"}),
+            "job_bounds": metric_sum(metrics, "kjit_compile_job_bounds_total", {}),
+            "compiles": metric_sum(metrics, "kjit_compiles_total", {}),
+        }
+    # Over time, before any check: a failure still shows them.
+    for line in endurance_table(samples):
+        log("endurance: " + line)
+    log(f"endurance: {stream.answered} answered, {len(stream.failures)} failed; the Triton jobs' CPU {triton_cpu:.1f} s "
+        f"in {len(interpreter_pids)} interpreter(s), {one_interpreter:.1f} s through one; worker pids "
+        f"{len(worker_pids)} for a pool of {ENDURANCE_WORKERS}; metrics {figures.get('metrics')}")
+    if sampler.unreadable:
+        ctx.notes.append(f"endurance: /proc/PID/fd of {', '.join(sorted(sampler.unreadable))} could not be read; "
+                         "their open files are not counted")
+
+    expect(not stream.failures, f"endurance: {len(stream.failures)} of {stream.answered} requests failed:\n"
+                                + "\n".join(stream.failures[:8]) + f"\nkjitd's log:\n{d.log_tail()}")
+    for kind in ("cuda", "ptx") + (("triton",) if python else ()):
+        expect(counts[kind]["ok"] > 0, f"endurance: no {kind} request was answered in {stream_seconds:.0f} s")
+    expect(sum(c["hits"] for c in counts.values()) > 0, "endurance: no repeat was answered")
+    expect(not strays, f"endurance: processes left under kjitd's workers after the stream: {strays}")
+    expect(not unowned, f"endurance: directories under kjitd's TMPDIR that no worker works in, 20 s after the "
+                        f"stream: {unowned}")
+    if metrics:
+        m = figures["metrics"]
+        expect(not m["worker_crashes"], f"endurance: {m['worker_crashes']} worker crash(es) counted in /metrics")
+        expect(not m["worker_kills_bound"] and not m["worker_kills_timeout"] and not m["job_bounds"],
+               f"endurance: compiles stopped by a bound: {m}")
+
+    if python:
+        # A Triton refusal is right only where Triton itself fails too.
+        expect(len(stream.refused) <= 10, f"endurance: {len(stream.refused)} Triton variants refused as invalid "
+                                          f"(triton_variants.py should leave them out): {figures['triton_refused'][:3]}")
+        for request, message in stream.refused:
+            ref = os.path.join(work, "reference", request.label)
+            options = [f"--option={a}" for a in request.args[3::2]]
+            r = subprocess.run([python, os.path.join(REPO, "tests", "triton", "reference_compile.py"), request.path,
+                                "--target", request.args[1], *options, "--out", ref],
+                               capture_output=True, text=True, timeout=300)
+            expect(r.returncode != 0, f"endurance: kjitd refused {request.text()} as invalid, but triton.compile "
+                                      f"compiles it: {message[:500]}")
+            ctx.notes.append(f"endurance: {request.text()} refused as invalid argument, as triton.compile fails on it")
+        expect(stream.triton_compiled > 0, "endurance: no Triton kernel was compiled")
+        expect(triton_cpu >= ENDURANCE_CPU_FACTOR * ENDURANCE_CPU_SECONDS,
+               f"endurance: the Triton jobs used {triton_cpu:.1f} s of CPU in all, not the "
+               f"{ENDURANCE_CPU_FACTOR * ENDURANCE_CPU_SECONDS} s ({ENDURANCE_CPU_FACTOR}x one job's bound) the "
+               f"scenario needs to show: run it longer (--duration)")
+        expect(one_interpreter > ENDURANCE_CPU_SECONDS,
+               f"endurance: no one Triton interpreter's jobs used more CPU than one job's bound "
+               f"({one_interpreter:.1f} s at most, of {triton_cpu:.1f} s in {len(interpreter_pids)} interpreters)")
+    expect(not flat_failures, "endurance: " + "; ".join(flat_failures[:6]))
+    d.stop()
+
+    # The same requests, asked of a daemon that never compiled anything else.
+    rng = random.Random(ctx.seed * 11 + 5)
+    by_kind = {k: [r for r in stream.originals if r.kind == k] for k in ("triton", "cuda", "ptx")}
+    sample = list(by_kind["triton"]) if len(by_kind["triton"]) <= ENDURANCE_SAMPLE_TRITON else \
+        rng.sample(by_kind["triton"], ENDURANCE_SAMPLE_TRITON)
+    for kind in ("cuda", "ptx"):
+        sample += rng.sample(by_kind[kind], min(ENDURANCE_SAMPLE_OTHER, len(by_kind[kind])))
+    rest = [r for r in stream.originals if r not in sample]
+    if len(sample) < ENDURANCE_SAMPLE_MIN:
+        sample += rng.sample(rest, min(len(rest), ENDURANCE_SAMPLE_MIN - len(sample)))
+    fresh = Daemon(ctx, "endurance-fresh", extra[:-2] if metrics_port else extra).start()
+    mismatches = []
+    queue = list(sample)
+    qlock = threading.Lock()
+
+    def ask_fresh():
+        while True:
+            with qlock:
+                if not queue:
+                    return
+                request = queue.pop()
+            out = os.path.join(work, "out", f"fresh-{id(request)}.bin")
+            result = kjit_compile(ctx, fresh.socket, request, out)
+            if "error" in result:
+                mismatches.append(f"{request.text()}: the fresh daemon: {result['error']}")
+            elif not same_bytes(out, request.first["out"]):
+                mismatches.append(f"{request.text()}: {os.path.getsize(out)} bytes from the fresh daemon differ from "
+                                  f"the {os.path.getsize(request.first['out'])} the long-lived one gave")
+            elif result["answer"].get("key") != request.first["key"]:
+                mismatches.append(f"{request.text()}: key {result['answer'].get('key')} from the fresh daemon, "
+                                  f"{request.first['key']} from the long-lived one")
+
+    began = time.monotonic()
+    askers = [threading.Thread(target=ask_fresh, daemon=True) for _ in range(2)]
+    for th in askers:
+        th.start()
+    for th in askers:
+        th.join()
+    figures["fresh"] = {"asked": len(sample), "by_kind": {k: sum(1 for r in sample if r.kind == k)
+                                                          for k in ("triton", "cuda", "ptx")},
+                        "mismatches": mismatches[:20], "seconds": time.monotonic() - began}
+    log(f"endurance: a fresh kjitd asked {len(sample)} of the requests ({figures['fresh']['by_kind']}): "
+        f"{len(mismatches)} differ")
+    expect(len(sample) >= min(ENDURANCE_SAMPLE_MIN, len(stream.originals)),
+           f"endurance: only {len(sample)} requests to compare")
+    expect(not mismatches, "endurance: answers differ from a fresh daemon's:\n" + "\n".join(mismatches[:8]))
+    fresh.stop()
+    return figures
+
+
 SCENARIOS = {
     "load": scenario_load,
     "worker_kill": scenario_worker_kill,
     "daemon_kill": scenario_daemon_kill,
     "redis": scenario_redis,
     "full_disk": scenario_full_disk,
+    "endurance": scenario_endurance,
 }
 
 
@@ -927,6 +1695,29 @@ def print_table(report):
         print(f"full_disk ({disk['mode']}): {disk['kinds']['miss']['ok']} compiles answered, disk tier errors "
               f"{disk['disk_errors']} in `kjit cache stats`, "
               f"kjit_cache_errors_total{{tier=\"disk\"}} {disk.get('kjit_cache_errors_total_disk')}")
+    endurance = report["scenarios"].get("endurance", {}).get("figures", {})
+    if endurance.get("samples"):
+        e = endurance
+        kinds = ", ".join(f"{k} {c['ok']} ({c['hits']} hits)" for k, c in e["by_kind"].items())
+        print(f"endurance: {e['requests']} requests in {e['seconds']:.0f} s from {e['clients']} clients, "
+              f"{e['failed']} failed: {kinds}; Triton: "
+              + (f"{e['triton_compiled']} kernels compiled, their jobs' CPU {e['triton_jobs_cpu_s']:.1f} s in all "
+                 f"({e['triton_jobs_cpu_one_interpreter_s']:.1f} s through one interpreter) under a "
+                 f"{e['compile_cpu_seconds']} s bound per job" if e["triton"] else "skipped"))
+        print(f"endurance: workers {e['worker_pids_seen']} pids for a pool of {e['pool_size']}, Triton interpreters "
+              f"{e['interpreter_pids_seen']}; peak RSS kjitd {e['kjitd_peak_rss'] / MiB:.0f} MiB, a worker "
+              f"{e['worker_peak_rss'] / MiB:.0f} MiB, an interpreter {e['interpreter_peak_rss'] / MiB:.0f} MiB; "
+              f"fresh kjitd: {e.get('fresh', {}).get('asked', 0)} asked, "
+              f"{len(e.get('fresh', {}).get('mismatches', []))} differ")
+        for name in ("kjitd RSS", "kjitd open files", "kjitd threads",
+                     "directories under kjitd's TMPDIR no worker works in"):
+            f = e["flat"].get(name)
+            if f:
+                scale, unit = (MiB, " MiB") if "RSS" in name else (1, "")
+                print(f"endurance: {name}: peak {f['second_third_peak'] / scale:.1f}{unit} in the second third, "
+                      f"{f['last_third_peak'] / scale:.1f}{unit} in the last")
+        for line in endurance_table(e["samples"]):
+            print("  " + line)
     if report.get("asan"):
         driver = "the load driver too" if report["driver_asan"] else "not the load driver"
         print(f"kjitd and its workers built with AddressSanitizer ({driver}): load {report['load_seconds']:.0f} s, "
@@ -944,12 +1735,22 @@ def main():
     parser.add_argument("--kjit", required=True)
     parser.add_argument("--driver", required=True)
     parser.add_argument("--report", help="write the figures here as JSON")
-    parser.add_argument("--only", help="comma-separated scenarios: " + ",".join(SCENARIOS))
+    parser.add_argument("--only", "--scenario", dest="only",
+                        help="comma-separated scenarios: " + ",".join(SCENARIOS))
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--load-seconds", type=float,
                         help=f"the load scenario's length (default 30, {ASAN_LOAD_SECONDS} under ASan)")
     parser.add_argument("--kill-rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float,
+                        help=f"the endurance scenario's stream, in s (default {ENDURANCE_SECONDS}, "
+                             f"{ASAN_ENDURANCE_SECONDS} under ASan)")
+    parser.add_argument("--sample-period", type=float,
+                        help="the endurance scenario's sampling period, in s (default: duration / 180, at least 2)")
+    parser.add_argument("--endurance-clients", type=int, default=ENDURANCE_CLIENTS,
+                        help="the endurance scenario's clients (threads running kjit compile)")
+    parser.add_argument("--kjitd-arg", action="append", default=[],
+                        help="one more argument for the endurance scenario's daemons (e.g. --kjitd-arg=--sandbox=off)")
     parser.add_argument("--slow-depth", type=int, default=20)
     parser.add_argument("--fs-mode", choices=("auto", "mount", "unshare"), default="auto",
                         help="how full_disk mounts its tmpfs")
@@ -992,6 +1793,7 @@ def main():
                 entry["figures"] = SCENARIOS[name](ctx, args)
             except Failure as e:
                 entry["result"] = f"FAIL: {e}"
+                entry["figures"] = getattr(e, "figures", None) or {}
             except Skip as e:
                 entry["result"] = f"SKIP: {e}"
             except Exception as e:  # a scenario's own bug is still a failure, with its cause
