@@ -28,7 +28,10 @@ int run_pipeline_show(const PipelineShowArgs& args, const Connection& connection
     std::fprintf(stderr, "kjit pipeline show: unknown input kind '%s'\n", args.input.c_str());
     return k_exit_usage;
   }
-  Client client = connection.client(std::chrono::seconds(30));
+  // Triton's pipeline is described by its build, which a daemon just
+  // started may still be looking for (a second or more each, more on a busy
+  // machine), as `kjit toolkits` waits for it.
+  Client client = connection.client(std::chrono::seconds(180));
   Result<PipelineDescription> description = client.describe_pipeline(*input, args.target, args.pipeline);
   if (!description) return report_error(description.error(), connection.target);
   std::fputs(description->toml.c_str(), stdout);

@@ -469,7 +469,11 @@ size_t CompileWorkers::tileir_live() const {
 }
 
 bool CompileWorkers::may_start(const WorkerClass& wanted) const {
-  if (live() >= options_.max_workers) return false;
+  // The prestarted Triton worker warms up at idle CPU priority, which a busy
+  // machine may starve: no compile waits behind it for a place, so the pool
+  // holds one worker more while it warms.
+  const size_t warming = triton_prestarting_ ? 1 : 0;
+  if (live() - warming >= options_.max_workers) return false;
   if (!wanted.tileir) return true;
   return tileir_live() < max_tileir_workers();
 }
