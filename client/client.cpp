@@ -462,6 +462,12 @@ Result<ToolkitListing> Client::toolkits() const {
     build.options.assign(b.options().begin(), b.options().end());
     build.libtriton_sha256 = b.libtriton_sha256();
     build.tlx = b.tlx();
+    build.tlx_provider = b.tlx_provider();
+    for (const v1::TritonPlugin& p : b.installed_plugins()) {
+      ToolkitListing::TritonPlugin plugin{p.distribution(), p.version(), {}, p.stages_hook_sha256()};
+      for (const v1::TritonPluginLibrary& library : p.libraries()) plugin.libraries.emplace_back(library.path(), library.sha256());
+      build.installed_plugins.push_back(std::move(plugin));
+    }
     build.is_default = b.is_default();
     build.error = b.error();
     out.triton.push_back(std::move(build));

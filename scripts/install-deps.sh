@@ -172,18 +172,24 @@ fi
 # Triton builds, for Triton IR input: each a virtual environment of its own
 # under .deps/triton-builds (about 1 GB each), where kjitd looks by default
 # (default_local_triton_prefix), holding one distribution of Triton at the
-# version the tests were written against: upstream Triton and fbtriton (a
-# Triton build with TLX). KJIT_SKIP_TRITON_BUILDS=1 leaves them out (Triton
-# input then fails with FAILED_PRECONDITION naming the builds present, and
-# the Triton tests skip outside CI). Built beside, then moved in whole, so a
-# failed install leaves the previous environment usable; a stamp naming the
-# requirement makes a second run a no-op.
+# version the tests were written against: upstream Triton, fbtriton (a
+# Triton build with TLX) and Triton 3.8 with the uTLX plugin (TLX as a
+# plugin library of stock Triton: the triton-utlx wheel, made for one Triton
+# release). An entry is one requirement or several separated by spaces,
+# installed together; the environment is named after the first.
+# KJIT_SKIP_TRITON_BUILDS=1 leaves them out (Triton input then fails with
+# FAILED_PRECONDITION naming the builds present, and the Triton tests skip
+# outside CI). Built beside, then moved in whole, so a failed install leaves
+# the previous environment usable; a stamp naming the requirements makes a
+# second run a no-op.
 triton_builds_prefix=$(dirname "$wheels_prefix")/triton-builds
-triton_builds=("triton==3.9.0" "fbtriton==3.7.4")
+triton_builds=("triton==3.9.0" "fbtriton==3.7.4" "triton==3.8.0 triton-utlx==3.8.0.post16")
 
 install_triton_build() {
   local requirement=$1
-  local name=${requirement/==/-}
+  local -a requirements
+  read -r -a requirements <<<"$requirement"
+  local name=${requirements[0]/==/-}
   local env="$triton_builds_prefix/$name"
   if [[ "$(cat "$env/.kjit-triton-build" 2>/dev/null)" == "$requirement" ]] && "$env/bin/python" -c "" 2>/dev/null; then
     echo "install-deps: Triton build $name present in $env"
@@ -197,7 +203,7 @@ install_triton_build() {
   # from where it is: one made beside and moved in works as made in place.
   if python3 -m venv "$staging" &&
      PIP_ROOT_USER_ACTION=ignore "$staging/bin/python" -m pip install --quiet --disable-pip-version-check \
-       --no-input "$requirement"; then
+       --no-input "${requirements[@]}"; then
     printf '%s\n' "$requirement" >"$staging/.kjit-triton-build"
     rm -rf "$env"
     mv "$staging" "$env"

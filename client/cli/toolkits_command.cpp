@@ -37,11 +37,23 @@ nlohmann::json to_json(const ToolkitListing& listing) {
       triton.push_back({{"error", b.error}});
       continue;
     }
+    // Each plugin: a package installed in the build's environment, by
+    // distribution and version with its libraries' digests, or a library the
+    // build ships or the daemon configured.
+    nlohmann::json plugins = nlohmann::json::array();
+    for (const ToolkitListing::TritonPlugin& p : b.installed_plugins) {
+      nlohmann::json libraries = nlohmann::json::array();
+      for (const auto& [path, sha256] : p.libraries) libraries.push_back({{"path", path}, {"sha256", sha256}});
+      plugins.push_back({{"distribution", p.distribution}, {"version", p.version}, {"libraries", libraries},
+                         {"stages_hook_sha256", p.stages_hook_sha256}});
+    }
+    for (const std::string& library : b.plugins) plugins.push_back({{"library", library}});
     triton.push_back({{"name", b.name},           {"version", b.version},       {"distribution", b.distribution},
                       {"python", b.python},       {"backends", b.backends},     {"cuda_archs", b.cuda_archs},
-                      {"hip_archs", b.hip_archs}, {"plugins", b.plugins},       {"ptxas", b.ptxas},
+                      {"hip_archs", b.hip_archs}, {"plugins", plugins},         {"ptxas", b.ptxas},
                       {"options", b.options},     {"libtriton_sha256", b.libtriton_sha256},
-                      {"tlx", b.tlx},             {"default", b.is_default}});
+                      {"tlx", b.tlx},             {"tlx_provider", b.tlx_provider},
+                      {"default", b.is_default}});
   }
   return {{"toolkits", toolkits}, {"routes", routes}, {"policy", listing.policy},
           {"fatbin_toolkit", listing.fatbin_toolkit}, {"triton", triton}};
@@ -83,6 +95,12 @@ void print_table(const ToolkitListing& listing) {
     std::printf("    cuda archs: %s\n    hip archs:  %s\n", join_archs(b.cuda_archs).c_str(),
                 gfx.empty() ? "none" : gfx.c_str());
     for (const std::string& p : b.ptxas) std::printf("    ptxas:      %s\n", p.c_str());
+    for (const ToolkitListing::TritonPlugin& p : b.installed_plugins) {
+      std::printf("    plugin:     %s %s%s\n", p.distribution.c_str(), p.version.c_str(),
+                  b.tlx_provider == p.distribution ? " (its TLX)" : "");
+      for (const auto& [path, sha256] : p.libraries)
+        std::printf("                %s sha256:%s\n", path.c_str(), sha256.substr(0, 16).c_str());
+    }
     for (const std::string& p : b.plugins) std::printf("    plugin:     %s\n", p.c_str());
   }
 }

@@ -100,5 +100,21 @@ if [[ -n "$fbtriton_python" && "$(cat "$fbtriton_path/.kjit-client-stamp" 2>/dev
 fi
 export KJIT_FBTRITON_PATH=$fbtriton_path
 
+# Triton 3.8 + uTLX processes for tests/test_triton_utlx.py, the same way:
+# the interpreter of install-deps' triton-3.8.0 build (with triton-utlx),
+# the client beside it in $KJIT_TRITON38_PATH. Without that build those
+# tests skip (fail under CI).
+triton38_path=${KJIT_TRITON38_PATH:-$repo/build/python-triton-3.8.0-path}
+triton38_python=$repo/.deps/triton-builds/triton-3.8.0/bin/python
+if [[ -x "$triton38_python" && "$(cat "$triton38_path/.kjit-client-stamp" 2>/dev/null)" != "$stamp" ]]; then
+  rm -rf "$triton38_path"
+  if "$triton38_python" -m pip install --quiet --disable-pip-version-check --target "$triton38_path" "$here"; then
+    echo "$stamp" > "$triton38_path/.kjit-client-stamp"
+  else
+    echo "run-tests.sh: could not install the client for triton-3.8.0 into $triton38_path; its tests will skip" >&2
+  fi
+fi
+export KJIT_TRITON38_PATH=$triton38_path
+
 cd "$here"
 exec "$venv/bin/python" -m pytest -q "$@" tests

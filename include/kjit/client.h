@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kjit/launch_config.h"
@@ -103,13 +104,21 @@ struct ToolkitListing {
   int fatbin_toolkit = -1;
   // The Triton builds the daemon found, the default first; a build it could
   // not use has only `error`.
+  // A plugin package installed in a build's environment (uTLX).
+  struct TritonPlugin {
+    std::string distribution, version;
+    std::vector<std::pair<std::string, std::string>> libraries;  // path, sha256
+    std::string stages_hook_sha256;
+  };
   struct TritonBuild {
     std::string name, version, distribution, python;
     std::vector<std::string> backends;
     std::vector<uint32_t> cuda_archs;
     std::vector<std::string> hip_archs, plugins, ptxas, options;
+    std::vector<TritonPlugin> installed_plugins;
     std::string libtriton_sha256;
     bool tlx = false;
+    std::string tlx_provider;
     bool is_default = false;
     std::string error;
   };

@@ -33,6 +33,18 @@ void describe_triton_builds(v1::ListToolkitsResponse& response) {
     for (const TritonPtxas& ptxas : build->ptxas) out.add_ptxas(ptxas.path + " (" + ptxas.version + ")");
     out.set_libtriton_sha256(build->libtriton_sha256);
     out.set_tlx(build->tlx);
+    out.set_tlx_provider(build->tlx_provider);
+    for (const TritonPluginPackage& plugin : build->installed_plugins) {
+      v1::TritonPlugin& listed = *out.add_installed_plugins();
+      listed.set_distribution(plugin.distribution);
+      listed.set_version(plugin.version);
+      listed.set_stages_hook_sha256(plugin.stages_hook_sha256);
+      for (const TritonPtxas& library : plugin.libraries) {
+        v1::TritonPluginLibrary& lib = *listed.add_libraries();
+        lib.set_path(library.path);
+        lib.set_sha256(library.sha256);
+      }
+    }
     out.set_is_default(build == chosen);
     for (const auto& [backend, fields] : build->options)
       for (const auto& [name, type] : fields) out.add_options(backend + "." + name + ": " + type);

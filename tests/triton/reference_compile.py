@@ -11,6 +11,13 @@ embeds the mtime of files it finds under the names in the line info. Writes DIR/
 metadata file exactly as Triton wrote it) and DIR/result.json
 ({"name", "binary", "metadata", "ms"}). On a compile error writes
 DIR/error.txt and exits 1.
+
+In a Triton build with the uTLX plugin (triton-utlx, whose .pth runs at
+interpreter start) the compile is the one that build's own processes run:
+TRITON_PLUGIN_PATHS names the plugin library as the .pth sets it in a clean
+environment (Triton 3.8 loads it while libtriton is imported), no UTLX_*
+variable is set, and utlx_plugin is imported (its stages hook and patches)
+before compiling.
 """
 import argparse
 import json
@@ -50,8 +57,16 @@ def main():
         del os.environ[name]
     cache = tempfile.mkdtemp(prefix="kjit-reference-")
     os.environ["TRITON_CACHE_DIR"] = cache
+    utlx = sys.modules.get("_utlx_autoregister")  # imported by uTLX's .pth
+    if utlx is not None:
+        for name in [k for k in os.environ if k.startswith("UTLX_")]:
+            del os.environ[name]
+        utlx.register()
+        utlx.install_alias_finder()
 
     import triton
+    if utlx is not None:
+        import utlx_plugin  # noqa: F401
     from triton.backends.compiler import GPUTarget
 
     backend, arch = args.target.split(":", 1)

@@ -42,7 +42,7 @@ sys.stdout = sys.stderr
 # is not set although 3.9 warns without it: it is one of the variables Triton
 # copies into the metadata and the cache key, so setting it would make every
 # result differ from a plain triton.compile.
-_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_", "AMDGCN_", "PROTON_")
+_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_", "AMDGCN_", "PROTON_", "UTLX_")
 _ENV_NAMES = ("USE_IR_LOC", "USE_PTX_LOC", "DISABLE_LLVM_OPT", "DISABLE_PTXAS_OPT", "PTXAS_OPTIONS", "CC",
               "USE_STORED_HASH_ON_LOOKUP", "USE_STORED_HASH_ON_REHASH")
 for _name in list(os.environ):
@@ -52,6 +52,17 @@ WORK_DIR = os.getcwd()
 for _var, _sub in (("TRITON_HOME", "triton-home"), ("TRITON_CACHE_DIR", "triton-cache"),
                    ("TRITON_DUMP_DIR", "triton-dump"), ("TRITON_OVERRIDE_DIR", "triton-override")):
     os.environ[_var] = os.path.join(WORK_DIR, _sub)
+# A build with the uTLX plugin (triton-utlx): its .pth, run at interpreter
+# start even under -I, imported _utlx_autoregister, which appended
+# libutlx.so's path to TRITON_PLUGIN_PATHS; the loop above deleted it. Put
+# back what the .pth sets in a clean environment, before triton is imported
+# (Triton 3.8 loads the libraries it names while libtriton is imported; the
+# string is in Triton's cache key and metadata). Both calls are idempotent
+# and also undo UTLX_NO_AUTOREGISTER.
+_UTLX = sys.modules.get("_utlx_autoregister")
+if _UTLX is not None:
+    _UTLX.register()
+    _UTLX.install_alias_finder()
 
 
 
@@ -83,6 +94,8 @@ def _at_idle(fn):
 
 def _import_triton():
     import triton  # noqa: F401
+    if _UTLX is not None:
+        import utlx_plugin  # noqa: F401
     for backend in ("nvidia", "amd"):
         try:
             __import__(f"triton.backends.{backend}.compiler")
@@ -98,6 +111,13 @@ import triton  # noqa: E402
 from triton import knobs  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.runtime.cache import CacheManager  # noqa: E402
+
+if _UTLX is not None:
+    # Its Python side, as the build's users import it: the stages hook
+    # (chained below) and its patches. Before _install_stage_hook, and
+    # before describe()'s import of triton.language.extra.tlx (aliased to
+    # utlx_plugin), either of which would otherwise replace our hook.
+    import utlx_plugin  # noqa: E402,F401
 
 TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__))
 # A log longer than this keeps its head and tail (a ptxas failure prints the
@@ -168,6 +188,9 @@ if "libcuda_path" in dir(type(getattr(knobs, "nvidia", None))):
 _stage_times = []  # [(stage, ms)] of the current job
 
 
+_PLUGIN_STAGES_HOOK = getattr(getattr(knobs, "runtime", None), "add_stages_inspection_hook", None)
+
+
 def _stages_hook(*args):
     # Called with no arguments for a cache-key suffix: an empty one keeps the
     # hash (which is in the metadata) that of a plain triton.compile; a job
@@ -176,7 +199,13 @@ def _stages_hook(*args):
     # stage functions; the wrappers time them and say which stage adds and
     # runs the passes.
     if not args:
-        return _job.key_suffix()
+        key, digest = _PLUGIN_STAGES_HOOK() if _PLUGIN_STAGES_HOOK is not None else ("", "")
+        suffix_key, suffix_digest = _job.key_suffix()
+        if not suffix_key:
+            return key, digest
+        return key + suffix_key, hashlib.sha256((digest + suffix_digest).encode()).hexdigest()
+    if _PLUGIN_STAGES_HOOK is not None:
+        _PLUGIN_STAGES_HOOK(*args)
     stages = args[1]
     for name, fn in list(stages.items()):
         stages[name] = _timed(name, fn)
@@ -752,6 +781,54 @@ def _probe_targets(targets):
     return accepted
 
 
+def _installed_plugins():
+    """The plugins that come with this build, as its own processes load them:
+    each library named in TRITON_PLUGIN_PATHS (set by a plugin package's
+    .pth at interpreter start) and the stages hook a plugin package set on
+    import, grouped by the distribution that installed them, with its
+    version, its libraries' digests and the digest of the hook's key (the
+    text Triton adds to its cache key)."""
+    import importlib.metadata as metadata
+    owners = {}  # real path of a file -> (distribution, version)
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if not name or name.lower() in ("triton", "fbtriton"):
+            continue
+        for file in dist.files or []:
+            if str(file).endswith((".so", ".py")):
+                owners[os.path.realpath(dist.locate_file(file))] = (name, dist.version)
+    found = {}
+
+    def entry(owner):
+        name, version = owner
+        return found.setdefault(name, {"distribution": name, "version": version, "libraries": [],
+                                       "stages_hook_sha256": ""})
+
+    for path in filter(None, os.environ.get("TRITON_PLUGIN_PATHS", "").split(os.pathsep)):
+        real = os.path.realpath(path)
+        owner = owners.get(real, (os.path.basename(path), ""))
+        entry(owner)["libraries"].append({"path": path, "sha256": _sha256(real) if os.path.isfile(real) else ""})
+    if _PLUGIN_STAGES_HOOK is not None:
+        module = sys.modules.get(getattr(_PLUGIN_STAGES_HOOK, "__module__", ""), None)
+        source = os.path.realpath(getattr(module, "__file__", "") or "")
+        owner = owners.get(source)
+        if owner is not None:
+            key, _ = _PLUGIN_STAGES_HOOK()
+            entry(owner)["stages_hook_sha256"] = hashlib.sha256(str(key).encode()).hexdigest()
+    return sorted(found.values(), key=lambda p: p["distribution"])
+
+
+def _tlx_provider():
+    module = sys.modules.get("triton.language.extra.tlx")
+    path = os.path.realpath(getattr(module, "__file__", "") or "")
+    if path.startswith(os.path.realpath(TRITON_DIR) + os.sep):
+        return _distribution()[0]
+    import importlib.metadata as metadata
+    top = getattr(module, "__name__", "").split(".")[0]
+    names = metadata.packages_distributions().get(top, []) if top else []
+    return names[0] if names else top
+
+
 def _distribution():
     import importlib.metadata as metadata
     names = metadata.packages_distributions().get("triton", []) if hasattr(metadata,
@@ -837,7 +914,12 @@ def describe():
         "executables": _unique([path for _, path, _, _ in ptxas] + [sys.executable, os.path.realpath(sys.executable)]),
         "read_paths": _read_paths(),
         "plugins": plugins,
+        "installed_plugins": _installed_plugins(),
         "tlx": tlx,
+        # Who brings TLX: the build's own distribution (compiled in), or a
+        # plugin package (utlx_plugin, which triton.language.extra.tlx
+        # aliases).
+        "tlx_provider": _tlx_provider() if tlx else "",
         "stage_timing": HAS_STAGE_HOOK,
     }
     _cuda_arch_set = set(cuda_archs)
@@ -1160,8 +1242,32 @@ def _plugin_paths(request):
 
 
 def _address_space():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    """The address space this process holds now, in bytes: from /proc where
+    it may read it, else found by bisection on its own RLIMIT_AS, each step
+    trying to map one page (a confined worker's children may not read their
+    /proc entries: its Landlock rule names the worker's own)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        pass
+    import mmap
+    import resource
+    page = mmap.PAGESIZE
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    low, high = 0, 1 << 47  # one more page fits under `high`, not under `low`
+    try:
+        while high - low > page:
+            middle = (low + high) // 2 // page * page
+            try:
+                resource.setrlimit(resource.RLIMIT_AS, (middle, hard))
+                mmap.mmap(-1, page).close()
+                high = middle
+            except (OSError, MemoryError, ValueError):
+                low = middle  # an allocation of Python's own failing errs upwards, by what it needed
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    return high - page
 
 
 def _enter_job(log, bounds, background):
@@ -1227,8 +1333,9 @@ def _ended(status, usage, bounds, log, elapsed):
     number = os.WTERMSIG(status) if signalled else os.WEXITSTATUS(status)
     cpu = usage.ru_utime + usage.ru_stime
     how = f"was killed by signal {number}" if signalled else f"exited with status {number}"
-    if "cpu_seconds" in bounds and (signalled and number in (signal.SIGXCPU, signal.SIGKILL)
-                                    and cpu >= bounds["cpu_seconds"] - 0.05):
+    # Only RLIMIT_CPU sends SIGXCPU; its hard limit, a second later, SIGKILL.
+    if "cpu_seconds" in bounds and signalled and (number == signal.SIGXCPU or
+                                                  (number == signal.SIGKILL and cpu >= bounds["cpu_seconds"])):
         return {"ok": False, "code": "resource_exhausted", "bound": "cpu", "log": text,
                 "message": f"its process used {cpu:.1f} s of CPU time, its bound being {bounds['cpu_seconds']} s"}
     memory_words = ("out of memory", "Memory allocation failure", "std::bad_alloc", "Cannot allocate memory",
@@ -1361,7 +1468,6 @@ def pipeline_in_child(request):
     target = _target(request, description)
     options = _check_options(target.backend, request.get("options"), description)
     key = _pipeline_key(target, options, _plugin_paths(request))
-    _warm_caches()
     if key not in _pipeline_answers:
         answer = run_in_child("pipeline", request)
         if not answer.get("ok"):

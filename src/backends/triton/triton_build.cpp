@@ -56,6 +56,12 @@ bool uses_tlx(std::string_view module_text) { return module_text.find("tlx.") !=
 std::string TritonBuild::identity() const {
   std::string out = distribution + " " + version + " libtriton.so:" + libtriton_sha256;
   for (const TritonPtxas& p : ptxas) out += " " + fs::path(p.path).filename().string() + ":" + p.sha256;
+  for (const TritonPluginPackage& plugin : installed_plugins) {
+    out += " plugin " + plugin.distribution + " " + plugin.version;
+    for (const TritonPtxas& library : plugin.libraries)
+      out += " " + fs::path(library.path).filename().string() + ":" + library.sha256;
+    if (!plugin.stages_hook_sha256.empty()) out += " stages-hook:" + plugin.stages_hook_sha256;
+  }
   return out;
 }
 
@@ -100,7 +106,17 @@ Result<TritonBuild> parse_triton_build(std::string_view description, const std::
   build.executables = json_strings(d.value("executables", json::array()));
   build.read_paths = json_strings(d.value("read_paths", json::array()));
   build.plugins = json_strings(d.value("plugins", json::array()));
+  for (const json& p : d.value("installed_plugins", json::array())) {
+    if (!p.is_object()) continue;
+    TritonPluginPackage plugin{p.value("distribution", std::string()), p.value("version", std::string()), {},
+                               p.value("stages_hook_sha256", std::string())};
+    for (const json& library : p.value("libraries", json::array()))
+      if (library.is_object())
+        plugin.libraries.push_back({library.value("path", std::string()), library.value("sha256", std::string()), ""});
+    build.installed_plugins.push_back(std::move(plugin));
+  }
   build.tlx = d.value("tlx", false);
+  build.tlx_provider = d.value("tlx_provider", std::string(build.tlx ? build.distribution : ""));
   if (build.libtriton_sha256.empty()) return invalid("the Triton build at " + python + " did not say its libtriton digest");
   return build;
 }
@@ -189,13 +205,42 @@ const TritonBuild* find_triton_build(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// TLX's own front end (compiled into fbtriton) marks the module it lowers;
+// uTLX's goes further (on NVIDIA to TritonGPU IR) and leaves no such mark.
+bool is_compiled_in_tlx_form(std::string_view module_text) {
+  return module_text.find("tlx.has_explicit_local_mem_access") != std::string_view::npos;
+}
+
+bool takes_tlx_form(const TritonBuild& build, std::string_view module_text) {
+  if (!build.tlx) return false;
+  const bool compiled_in = build.tlx_provider == build.distribution;
+  return compiled_in == is_compiled_in_tlx_form(module_text);
+}
+
+std::string tlx_builds_for(std::string_view module_text) {
+  std::string names;
+  for (const TritonBuild& build : triton_builds())
+    if (takes_tlx_form(build, module_text)) names += (names.empty() ? "" : ", ") + build.name;
+  return names.empty() ? "none here" : names;
+}
+
+std::string tlx_form_name(std::string_view module_text) {
+  return is_compiled_in_tlx_form(module_text) ? "TLX compiled into Triton (fbtriton's front end)"
+                                              : "TLX as a Triton plugin (uTLX's front end)";
+}
+
+}  // namespace
+
 Result<const TritonBuild*> choose_triton_build(std::string_view requested, std::string_view module_text) {
   if (!requested.empty()) {
     if (const TritonBuild* build = find_triton_build(requested)) {
       if (uses_tlx(module_text) && !build->tlx)
-        return make_error(ErrorCode::failed_precondition, "the module uses TLX ops, which Triton build '" +
-                                                              build->name + "' does not have; builds present: " +
-                                                              build_names());
+        return make_error(ErrorCode::failed_precondition,
+                          "the module uses TLX ops, which Triton build '" + build->name +
+                              "' does not have; builds that could take it (" + tlx_form_name(module_text) +
+                              "): " + tlx_builds_for(module_text) + "; builds present: " + build_names());
       return build;
     }
     return make_error(ErrorCode::failed_precondition,
@@ -203,11 +248,17 @@ Result<const TritonBuild*> choose_triton_build(std::string_view requested, std::
   }
   const TritonBuild* chosen = default_triton_build();
   if (!chosen) return make_error(ErrorCode::failed_precondition, "Triton input needs a Triton build; builds present: " + build_names());
-  if (uses_tlx(module_text) && !chosen->tlx) {
+  if (uses_tlx(module_text) && !takes_tlx_form(*chosen, module_text)) {
+    for (const TritonBuild& build : triton_builds())
+      if (takes_tlx_form(build, module_text)) return &build;
+    // No build of the module's form: one with TLX of the other, whose own
+    // diagnostic then says what it cannot take.
+    if (chosen->tlx) return chosen;
     for (const TritonBuild& build : triton_builds())
       if (build.tlx) return &build;
     return make_error(ErrorCode::failed_precondition,
-                      "the module uses TLX ops, which no Triton build here has; builds present: " + build_names());
+                      "the module uses TLX ops (" + tlx_form_name(module_text) +
+                          "), which no Triton build here takes; builds present: " + build_names());
   }
   return chosen;
 }

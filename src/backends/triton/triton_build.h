@@ -23,6 +23,16 @@ struct TritonPtxas {
   std::string version;  // "12.9", "13.4"
 };
 
+// A plugin package installed in a build's environment (uTLX: a library
+// Triton loads from TRITON_PLUGIN_PATHS, and a Python package whose import
+// sets a stages hook): part of the build, run as its own processes run it.
+struct TritonPluginPackage {
+  std::string distribution;  // "triton-utlx"
+  std::string version;       // "3.8.0.post16"
+  std::vector<TritonPtxas> libraries;  // path and sha256 (version unused)
+  std::string stages_hook_sha256;      // the digest of its hook's key text; "" for none
+};
+
 struct TritonBuild {
   std::string name;          // "triton-3.9.0": distribution and version
   std::string distribution;  // "triton", "fbtriton"
@@ -40,13 +50,19 @@ struct TritonBuild {
   std::vector<std::string> executables;  // what its compiles may run (its ptxas, ...)
   std::vector<std::string> read_paths;   // what its interpreter must read
   std::vector<std::string> plugins;      // plugin libraries it ships
+  std::vector<TritonPluginPackage> installed_plugins;
   bool tlx = false;
+  // Where its TLX comes from: compiled into Triton (fbtriton: TTIR as TLX's
+  // front end leaves it, `tlx.has_explicit_local_mem_access`), or a plugin
+  // package (uTLX, whose front end converts TLX kernels further); "" without.
+  std::string tlx_provider;
   // The description as the build gave it (JSON): handed to workers so that
   // they know the daemon's builds without asking them again.
   std::string description;
 
-  // What the cache key holds of the build: distribution, version and the
-  // digests of libtriton.so and of each ptxas.
+  // What the cache key holds of the build: distribution, version, the
+  // digests of libtriton.so and of each ptxas, and each installed plugin
+  // package's distribution, version, library digests and hook digest.
   std::string identity() const;
   // The backend name Triton's options are described under for a target.
   static std::string_view backend_of(const Target& target) { return target.is_amd() ? "hip" : "cuda"; }
@@ -81,8 +97,14 @@ const TritonBuild* default_triton_build();
 const TritonBuild* find_triton_build(std::string_view name);
 
 // The build a request compiles with: the one it names, else the default,
-// unless the module uses TLX ops the default lacks, when the first build
-// with TLX. failed_precondition naming the builds present when none fits.
+// unless the module uses TLX ops the default lacks. Then the first build
+// whose TLX takes the module's form: TLX's own front end's TTIR (it carries
+// tlx.has_explicit_local_mem_access) goes to a build with TLX compiled in
+// (fbtriton), any other module with tlx. ops to a build whose TLX is a
+// plugin (Triton 3.8 + uTLX); the two IRs are not interchangeable. With no
+// build of the module's form, any build with TLX (its diagnostic says what
+// it cannot take). failed_precondition naming the builds that could take
+// it, or the builds present, when none has TLX.
 Result<const TritonBuild*> choose_triton_build(std::string_view requested, std::string_view module_text);
 
 // Checks a request's Triton options ("name" -> text) against the build's

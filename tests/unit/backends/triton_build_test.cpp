@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "backends/triton/triton_build.h"
 #include "backends/triton/triton_interpreter.h"
@@ -81,6 +82,63 @@ TEST_F(TritonBuilds, ANamedBuildIsTakenAndAnUnknownOneIsFailedPreconditionNaming
   EXPECT_EQ(unknown.error().code, ErrorCode::failed_precondition);
   EXPECT_NE(unknown.error().message.find("fbtriton-3.7.4, triton-3.9.0, triton-3.10.1"), std::string::npos)
       << unknown.error().message;
+}
+
+TEST_F(TritonBuilds, ATlxModuleGoesToTheBuildWhoseTlxTakesItsForm) {
+  // fbtriton has TLX compiled in; 3.8 has it from the uTLX plugin package.
+  TritonBuild utlx = build("triton", "3.8.0", true);
+  utlx.tlx_provider = "triton-utlx";
+  utlx.installed_plugins.push_back({"triton-utlx", "3.8.0.post16", {{"/env/libutlx.so", "ab", ""}}, "cd"});
+  set_triton_builds({build("fbtriton", "3.7.4", true), utlx, build("triton", "3.9.0")});
+  const std::string front_end = "module attributes {tlx.has_explicit_local_mem_access = true} {\n"
+                                "%0 = tlx.local_alloc : !tlx.buffer }";
+  const std::string plugin_form = "module { %0 = tlx.local_alias %a : !tlx.buffer }";
+  Result<const TritonBuild*> compiled_in = choose_triton_build("", front_end);
+  ASSERT_TRUE(compiled_in);
+  EXPECT_EQ((*compiled_in)->name, "fbtriton-3.7.4");
+  Result<const TritonBuild*> plugin = choose_triton_build("", plugin_form);
+  ASSERT_TRUE(plugin);
+  EXPECT_EQ((*plugin)->name, "triton-3.8.0");
+  Result<const TritonBuild*> named = choose_triton_build("fbtriton-3.7.4", plugin_form);
+  ASSERT_TRUE(named) << "--triton NAME wins";
+  EXPECT_EQ((*named)->name, "fbtriton-3.7.4");
+  Result<const TritonBuild*> refused = choose_triton_build("triton-3.9.0", plugin_form);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("could take it (TLX as a Triton plugin (uTLX's front end)): triton-3.8.0"),
+            std::string::npos)
+      << refused.error().message;
+}
+
+TEST_F(TritonBuilds, APluginPackageIsPartOfTheBuildsIdentity) {
+  TritonBuild plain = build("triton", "3.8.0", true);
+  TritonBuild with_plugin = plain;
+  with_plugin.installed_plugins.push_back({"triton-utlx", "3.8.0.post16", {{"/env/libutlx.so", "ab", ""}}, "cd"});
+  TritonBuild other_library = with_plugin;
+  other_library.installed_plugins[0].libraries[0].sha256 = "ef";
+  TritonBuild other_hook = with_plugin;
+  other_hook.installed_plugins[0].stages_hook_sha256 = "ff";
+  TritonBuild other_version = with_plugin;
+  other_version.installed_plugins[0].version = "3.8.0.post17";
+  const std::set<std::string> identities{plain.identity(), with_plugin.identity(), other_library.identity(),
+                                         other_hook.identity(), other_version.identity()};
+  EXPECT_EQ(identities.size(), 5u);
+  EXPECT_NE(with_plugin.identity().find("plugin triton-utlx 3.8.0.post16 libutlx.so:ab stages-hook:cd"),
+            std::string::npos)
+      << with_plugin.identity();
+}
+
+TEST_F(TritonBuilds, InstalledPluginsAreReadFromTheDescription) {
+  const std::string text = R"({"ok": true, "distribution": "triton", "version": "3.8.0",
+      "libtriton_sha256": "aa", "tlx": true, "tlx_provider": "triton-utlx",
+      "installed_plugins": [{"distribution": "triton-utlx", "version": "3.8.0.post16",
+        "libraries": [{"path": "/env/utlx_plugin/libutlx.so", "sha256": "bb"}], "stages_hook_sha256": "cc"}]})";
+  Result<TritonBuild> parsed = parse_triton_build(text, "/env/bin/python");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_EQ(parsed->installed_plugins.size(), 1u);
+  EXPECT_EQ(parsed->installed_plugins[0].distribution, "triton-utlx");
+  EXPECT_EQ(parsed->installed_plugins[0].libraries[0].sha256, "bb");
+  EXPECT_EQ(parsed->installed_plugins[0].stages_hook_sha256, "cc");
+  EXPECT_EQ(parsed->tlx_provider, "triton-utlx");
 }
 
 TEST_F(TritonBuilds, ATlxModuleGoesToABuildWithTlxOrIsRefused) {

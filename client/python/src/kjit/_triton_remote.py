@@ -19,6 +19,13 @@ compiled by Triton itself, once, with one log line per reason and a count
 (stats()). A kernel is taken from kjitd only when the daemon's build is this
 process's build (distribution, version and libtriton.so's digest) and the
 metadata it answers with names the options this process compiles with.
+
+A plugin installed with the build (uTLX: a library Triton loads from
+TRITON_PLUGIN_PATHS and a stages hook its Python package sets) is part of
+it: the process compiles through kjitd only when its plugins are the
+daemon build's, the same distribution and version, the same stages hook key
+and the same library bytes. Triton adds the hook's key to its own key, and
+so does the wrapper; any other hook leaves the kernels to Triton itself.
 """
 
 import dataclasses
@@ -27,6 +34,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -46,6 +54,9 @@ _PATH_OPTIONS = ("extern_libs",)
 # Cache-invalidating environment variables that only set an option's
 # default (enable_fp_fusion, default_dot_input_precision), which is sent.
 _OPTION_DEFAULT_ENV_VARS = ("TRITON_DEFAULT_FP_FUSION", "TRITON_F32_DEFAULT")
+# The cache-invalidating variable naming the plugin libraries Triton loads:
+# checked against the daemon build's installed plugins (_plugins_reason).
+_PLUGIN_PATHS_ENV_VAR = "TRITON_PLUGIN_PATHS"
 
 
 def stats() -> Dict[str, int]:
@@ -160,6 +171,9 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001  (Tri
 
 
 _thread = threading.local()  # .suffix: what this thread's compile() adds to Triton's key
+# The stages hook _stages_hook took the place of (a plugin's, or None): its
+# key and its changes to the stages are passed on.
+_chained = None
 
 
 def _key_suffix(stages_digest: str, edits_digest: str) -> str:
@@ -172,25 +186,42 @@ def _key_suffix(stages_digest: str, edits_digest: str) -> str:
 
 def _stages_hook(*args, **kwargs):
     """Triton's stages hook, installed once a compile changes Triton's
-    stages (the daemon's changes or this process's edits): for a compile()
-    that remote compile served it adds what the remote compile added to the
-    key, so compile() finds the kernel it stored; for any other it changes
-    nothing. Triton calls it with its stages only on a miss, which for a
-    served kernel would compile here without those changes under their key:
+    stages (the daemon's changes or this process's edits), in place of the
+    hook that was there (a plugin's, _chained), which it calls through to:
+    for a compile() that remote compile served it adds what the remote
+    compile added to the key after the plugin's key, so compile() finds the
+    kernel it stored; for any other it is the plugin's hook (or nothing).
+    Triton calls it with its stages only on a miss, which for a served
+    kernel would compile here without those changes under their key:
     refused."""
     suffix = getattr(_thread, "suffix", "")
+    chained = _chained
     if not args and not kwargs:
-        return (suffix, hashlib.sha256(suffix.encode()).hexdigest()) if suffix else ("", "")
+        if chained is None:
+            return (suffix, hashlib.sha256(suffix.encode()).hexdigest()) if suffix else ("", "")
+        key, digest = chained()
+        if not suffix:
+            return key, digest
+        return key + suffix, hashlib.sha256((digest + suffix).encode()).hexdigest()
     if suffix:
         raise RuntimeError("kjit: the kernel kjitd compiled with Triton edits or plugins is not in Triton's "
                            "cache directory any more; compile again")
-    return None
+    return chained(*args, **kwargs) if chained is not None else None
+
+
+def _plugin_hook(hook):
+    """The stages hook of this process's plugin, if any: `hook` (Triton's
+    knob), or the one kjit's own hook calls through to."""
+    return _chained if hook is _stages_hook else hook
 
 
 def _with_stages_key(suffix: str, call):
+    global _chained
     from triton import knobs  # noqa: PLC0415
-    if knobs.runtime.add_stages_inspection_hook is not _stages_hook:
-        knobs.runtime.add_stages_inspection_hook = _stages_hook
+    with _lock:
+        if knobs.runtime.add_stages_inspection_hook is not _stages_hook:
+            _chained = knobs.runtime.add_stages_inspection_hook
+            knobs.runtime.add_stages_inspection_hook = _stages_hook
     _thread.suffix = suffix
     try:
         return call()
@@ -227,8 +258,9 @@ def _remote_compile_steps(src, target, options, env_vars, compiling):
         return "TRITON_ALWAYS_COMPILE is set", ""
     if knobs.compilation.override or knobs.compilation.dump_ir:
         return "TRITON_KERNEL_OVERRIDE or TRITON_KERNEL_DUMP is set (a developer's local tools)", ""
-    if knobs.runtime.add_stages_inspection_hook not in (None, _stages_hook):
-        return "a stages inspection hook (a plugin) is installed in this process", ""
+    # A plugin's hook (checked against the daemon's build below), as
+    # Triton's compile() calls it: kjit's own only passes it on.
+    plugin_hook = _plugin_hook(knobs.runtime.add_stages_inspection_hook)
     if target is None:
         target = driver.active.get_current_target()
     backend = make_backend(target)
@@ -236,7 +268,9 @@ def _remote_compile_steps(src, target, options, env_vars, compiling):
     env_vars = get_cache_invalidating_env_vars() if env_vars is None else env_vars
     # Such a variable changes what the daemon's stages would do; those that
     # only set an option's default reach it as that option, sent below.
-    acting = sorted(name for name in env_vars if name not in _OPTION_DEFAULT_ENV_VARS)
+    # The plugin libraries' variable is checked against the daemon's build.
+    acting = sorted(name for name in env_vars
+                    if name not in _OPTION_DEFAULT_ENV_VARS and name != _PLUGIN_PATHS_ENV_VAR)
     if acting:
         return "Triton's cache-invalidating environment variables are set (%s)" % ", ".join(acting), ""
     edits = _call_edits()
@@ -246,12 +280,16 @@ def _remote_compile_steps(src, target, options, env_vars, compiling):
     build, why = _daemon_build()
     if build is None:
         return why, ""
+    why, plugin_key = _plugins_reason(build, plugin_hook, env_vars)
+    if why is not None:
+        return why, ""
     backend_name = "hip" if target.backend == "hip" else "cuda"
-    key = get_cache_key(src, backend, parsed, env_vars=env_vars)
+    # Triton's key, then its plugin's stages hook key, as compile() adds it.
+    key = get_cache_key(src, backend, parsed, env_vars=env_vars) + plugin_key
     # The daemon's edits and plugins, and this process's edits, change
     # Triton's stages: their digests are in the key as a stages hook's key
-    # would be, so a kernel they changed is never another's hit, and taking
-    # them out gives the original key back.
+    # would be (after the plugin's: _stages_hook), so a kernel they changed
+    # is never another's hit, and taking them out gives the original key back.
     key_suffix = _key_suffix(build["stages_digest"].get(backend_name, ""), edits_digest)
     key += key_suffix
     key_hash = hashlib.sha256(key.encode("utf-8")).hexdigest()
@@ -372,9 +410,117 @@ def _triton_version() -> str:
     return triton.__version__
 
 
+def _canonical(name: str) -> str:
+    """A distribution's name as packaging compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_hook_owners: Dict[str, Optional[Tuple[str, str]]] = {}  # module file -> (distribution, version)
+_library_digests: Dict[Tuple, Optional[str]] = {}  # (path, device, inode, size, mtime) -> SHA-256
+
+
+def _hook_owner(hook) -> Optional[Tuple[str, str]]:
+    """(name, version) of the installed distribution whose files hold the
+    module that defines `hook`, as the daemon's worker finds a hook's
+    plugin; None for a hook of no distribution (a script's, a test's).
+    Worked out once per module per process."""
+    module = sys.modules.get(getattr(hook, "__module__", None) or "")
+    source = getattr(module, "__file__", None)
+    if not source:
+        return None
+    source = os.path.realpath(source)
+    with _lock:
+        if source in _hook_owners:
+            return _hook_owners[source]
+    from importlib import metadata  # noqa: PLC0415
+    owner = None
+    try:
+        names = metadata.packages_distributions().get(module.__name__.split(".")[0], [])
+        for name in dict.fromkeys(names):
+            distribution = metadata.distribution(name)
+            if any(os.path.realpath(distribution.locate_file(f)) == source for f in distribution.files or []):
+                owner = (distribution.metadata["Name"] or name, distribution.version)
+                break
+    except Exception:  # noqa: BLE001  (a broken environment: the hook is nobody's)
+        owner = None
+    with _lock:
+        _hook_owners[source] = owner
+    return owner
+
+
+def _library_digest(path: str) -> Optional[str]:
+    """The SHA-256 of a plugin library, worked out once per process for
+    each version of the file (its path, inode, size and modification time)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    stamp = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    with _lock:
+        if stamp in _library_digests:
+            return _library_digests[stamp]
+    digest = _file_digest(path)
+    with _lock:
+        _library_digests[stamp] = digest
+    return digest
+
+
+def _describe_hook(hook) -> str:
+    return "%s.%s" % (getattr(hook, "__module__", "?"), getattr(hook, "__qualname__", type(hook).__name__))
+
+
+def _plugins_reason(build, hook, env_vars) -> Tuple[Optional[str], str]:
+    """(None, the key text Triton adds for this process's stages hook) when
+    this process's plugins are those installed with the daemon's build: the
+    libraries Triton loaded from TRITON_PLUGIN_PATHS have the bytes of the
+    build's, and its stages hook (if any) belongs to a distribution of the
+    build's plugins, at the same version, with the same key. Else (why not, "")."""
+    plugins = build.get("installed_plugins") or []
+    name = build["name"]
+    mine = []
+    for path in filter(None, env_vars.get(_PLUGIN_PATHS_ENV_VAR, "").split(os.pathsep)):
+        digest = _library_digest(path)
+        if digest is None:
+            return "TRITON_PLUGIN_PATHS names a library that cannot be read (%s)" % path, ""
+        mine.append(digest)
+    theirs = [library["sha256"] for plugin in plugins for library in plugin.get("libraries", [])]
+    if sorted(mine) != sorted(theirs):
+        if not theirs:
+            return "TRITON_PLUGIN_PATHS names plugin libraries kjitd's %s does not load" % name, ""
+        listed = ", ".join("%s %s" % (p["distribution"], p["version"]) for p in plugins if p.get("libraries"))
+        return "the plugin libraries Triton loads here (TRITON_PLUGIN_PATHS) are not those kjitd's %s loads " \
+               "(%s)" % (name, listed), ""
+    hooked = [plugin for plugin in plugins if plugin.get("stages_hook_sha256")]
+    if hook is None:
+        if hooked:
+            return "kjitd's %s runs the stages hook of %s %s, which this process has not installed " \
+                   "(its package is not imported)" % (name, hooked[0]["distribution"], hooked[0]["version"]), ""
+        return None, ""
+    owner = _hook_owner(hook)
+    if owner is None:
+        return "a stages inspection hook (a plugin) is installed in this process (%s) that no installed " \
+               "distribution provides" % _describe_hook(hook), ""
+    same = [plugin for plugin in hooked if _canonical(plugin["distribution"]) == _canonical(owner[0])]
+    if not same:
+        return "a stages inspection hook (a plugin) is installed in this process (%s, of %s %s) that kjitd's %s " \
+               "does not run" % (_describe_hook(hook), owner[0], owner[1], name), ""
+    plugin = same[0]
+    if plugin["version"] != owner[1]:
+        return "this process has %s %s, kjitd's %s has %s" % (owner[0], owner[1], name, plugin["version"]), ""
+    if len(hooked) > 1:
+        return "kjitd's %s runs the stages hooks of several plugins (%s)" % (
+            name, ", ".join(p["distribution"] for p in hooked)), ""
+    key, _ = hook()
+    if hashlib.sha256(str(key).encode("utf-8")).hexdigest() != plugin["stages_hook_sha256"]:
+        return "the stages hook of %s %s here has another key than kjitd's %s's (its stages differ)" % (
+            owner[0], owner[1], name), ""
+    return None, key
+
+
 def _daemon_build():
     """The daemon's build that is this process's build (a dict: name,
-    libtriton_sha256, options, stages_digest), else None and why."""
+    libtriton_sha256, options, stages_digest, installed_plugins), else None
+    and why."""
     mine = _this_build()
     if mine is None:
         return None, "this process's Triton has no distribution kjit can name"
@@ -403,7 +549,7 @@ def _daemon_builds():
         return cached[1], None
     from kjit._address import default_address  # noqa: PLC0415
     address = default_address()
-    memo = _memo_path("triton-builds-%s.json" % hashlib.sha256(address.encode("utf-8")).hexdigest()[:16])
+    memo = _memo_path("triton-builds-2-%s.json" % hashlib.sha256(address.encode("utf-8")).hexdigest()[:16])
     try:
         with open(memo, encoding="utf-8") as f:
             saved = json.load(f)
@@ -419,16 +565,38 @@ def _daemon_builds():
         return None, "kjitd cannot be reached"
     from kjit._errors import KjitError  # noqa: PLC0415
     try:
-        listed = client.triton_builds()
+        listed = _list_builds(client)
     except KjitError as error:
         kjit_triton._failed(error)
         return None, "kjitd cannot be reached"
     builds = {b.name: {"name": b.name, "libtriton_sha256": b.libtriton_sha256, "options": list(b.options),
-                       "stages_digest": dict(b.stages_digest)} for b in listed if not b.error}
+                       "stages_digest": dict(b.stages_digest), "installed_plugins": plugins}
+              for b, plugins in listed if not b.error}
     with _lock:
         _builds = (now, builds)
     _write_json(memo, {"at": now, "builds": builds})
     return builds, None
+
+
+def _list_builds(client):
+    """[(kjit.TritonBuild, its installed plugins)] of the daemon's builds,
+    each plugin a dict: distribution, version, libraries [{path, sha256}],
+    stages_hook_sha256 (the message's fields; none from a daemon without them)."""
+    from kjit import _calls  # noqa: PLC0415
+    from kjit._types import TritonBuild, convert  # noqa: PLC0415
+    from kjit.v1 import compiler_pb2  # noqa: PLC0415
+
+    def plugins_of(message):
+        if "installed_plugins" not in message.DESCRIPTOR.fields_by_name:
+            return []
+        return [{"distribution": p.distribution, "version": p.version,
+                 "libraries": [{"path": lib.path, "sha256": lib.sha256} for lib in p.libraries],
+                 "stages_hook_sha256": p.stages_hook_sha256} for p in message.installed_plugins]
+
+    def read(response):
+        return [(convert(TritonBuild, m), plugins_of(m)) for m in response.triton]
+
+    return client._send(_calls.Call("compiler.ListToolkits", compiler_pb2.ListToolkitsRequest(), read), None)
 
 
 def _memo_path(name: str) -> Optional[str]:
