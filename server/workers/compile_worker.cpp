@@ -168,6 +168,13 @@ void warm_triton_build(const DaemonConfig& config, const std::string& name) {
   if (!target) return;
   const auto began = std::chrono::steady_clock::now();
   Result<TritonPipeline> warmed = describe_triton_pipeline(*build, *target, config.triton_plugins, /*warm_up=*/true);
+  // An interpreter whose warm-up at idle priority a busy machine starved
+  // ends itself (status 75): warmed again at ordinary priority, since a
+  // client compile would otherwise wait for the same work.
+  if (!warmed && warmed.error().message.find("exited with status 75") != std::string::npos) {
+    spdlog::info("compile worker: warming {} at idle priority took too long; warming it at ordinary priority", name);
+    warmed = describe_triton_pipeline(*build, *target, config.triton_plugins, /*warm_up=*/false);
+  }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
   if (warmed) spdlog::debug("compile worker: {} warm for {} in {} ms", name, target->canonical(), ms.count());
   else spdlog::warn("compile worker: warming {} for {} failed: {}", name, target->canonical(), warmed.error().message);

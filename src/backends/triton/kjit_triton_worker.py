@@ -66,6 +66,13 @@ if _UTLX is not None:
 
 
 
+# A warm-up at idle priority that has not ended after this many seconds
+# (a machine busy with other work starves it) ends the interpreter with
+# EXIT_WARM_UP_STARVED: its worker starts another at ordinary priority.
+WARM_UP_IDLE_SECONDS = 30
+EXIT_WARM_UP_STARVED = 75
+
+
 def _at_idle(fn):
     """fn() in a thread of its own at SCHED_IDLE (nice 19 where refused):
     a prestarted interpreter's warm-up must not compete with the clients'
@@ -84,9 +91,14 @@ def _at_idle(fn):
         except BaseException as e:  # raised again in the main thread
             outcome["error"] = e
 
-    thread = threading.Thread(target=run, name="kjit-warm-up")
+    thread = threading.Thread(target=run, name="kjit-warm-up", daemon=True)
     thread.start()
-    thread.join()
+    thread.join(WARM_UP_IDLE_SECONDS)
+    if thread.is_alive():
+        sys.stderr.write(f"kjit Triton worker: the warm-up at idle priority did not end within "
+                         f"{WARM_UP_IDLE_SECONDS} s (the machine is busy); ending, to be started again\n")
+        sys.stderr.flush()
+        os._exit(EXIT_WARM_UP_STARVED)
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
