@@ -201,10 +201,11 @@ Result<CompileOutcome> CachedCompiler::compile(const CompileJob& job, const Comp
   // Queued, never written here: the request's answer waits for no store.
   // A fleet build is no client's request: the recipe's last target stays
   // the client's.
-  if (recipes_ && !scope.fleet) recipes_->record(job, scope.ns, plan.key.hex);
+  const bool portable = is_portable_recipe(job);
+  if (recipes_ && !scope.fleet && portable) recipes_->record(job, scope.ns, plan.key.hex);
   // Queued too: the other fleet targets, after a compile (a hit's were
   // queued when it was compiled).
-  if (fleet_ && !scope.fleet && outcome->source == CacheSource::compiled) fleet_->offer(job, scope.ns);
+  if (fleet_ && !scope.fleet && portable && outcome->source == CacheSource::compiled) fleet_->offer(job, scope.ns);
   if (outcome->source != CacheSource::compiled && outcome->source != CacheSource::joined)
     return hit_outcome(std::move(outcome->entry), outcome->source, received);
   return compiled_outcome(shared_artifact(std::move(outcome->entry)), outcome->source);

@@ -108,6 +108,10 @@ RecipeBook::~RecipeBook() {
   thread_.join();
 }
 
+bool is_portable_recipe(const CompileJob& job) {
+  return job.input_kind != InputKind::triton || job.input.find("ttg.target") == std::string::npos;
+}
+
 void RecipeBook::record(const CompileJob& job, std::string_view ns, std::string_view key) {
   if (limits_.max_count == 0) return;
   if (touch(ns, key)) return;

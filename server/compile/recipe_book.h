@@ -67,6 +67,12 @@ struct RecipeCounters {
   uint64_t evicted = 0;   // recipes dropped for the count or byte bound
 };
 
+// Whether a compile's request is a recipe for other targets: not Triton IR
+// that names the target it was lowered for (uTLX's front end leaves
+// TritonGPU IR carrying `ttg.target` on NVIDIA), which no other target
+// takes. Such a request is neither recorded nor offered to fleet builds.
+bool is_portable_recipe(const CompileJob& job);
+
 class RecipeBook {
  public:
   RecipeBook(std::shared_ptr<DaemonCache> cache, RecipeLimits limits);

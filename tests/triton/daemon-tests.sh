@@ -311,9 +311,9 @@ kjit warm --unseal >/dev/null
 
 # Triton 3.8 + uTLX: the plugin package is listed with its version and
 # digests, and its TLX kernels (one file per target) compile through kjitd
-# byte-identical to a fresh 3.8 process that imports the plugin. Last: uTLX's
-# TTIR is bound to its target (on NVIDIA it is TritonGPU IR naming it), so
-# its recipes are not ones `kjit warm` above could rebuild for another.
+# byte-identical to a fresh 3.8 process that imports the plugin. Last: the
+# gfx950 files are TTIR for AMD that `kjit warm --target cuda:120` above
+# could not rebuild (the NVIDIA ones name their target, and are no recipe).
 if [[ $(json "$work/toolkits.json" '[p["distribution"]+" "+p["version"]+" "+str(len(p["libraries"][0]["sha256"])) for b in d["triton"] if b.get("name")=="triton-3.8.0" for p in b["plugins"] if "distribution" in p]') == "['triton-utlx 3.8.0.post16 64']" ]]; then
   ok "kjit toolkits --json lists triton-3.8.0's plugin triton-utlx 3.8.0.post16 with its library's digest"
 else

@@ -173,4 +173,18 @@ TEST_F(RecipeBookTest, ConfiguredAfterWarmupStartsSealed) {
 }
 
 }  // namespace
+TEST(RecipePortability, TritonIrNamingItsTargetIsNoRecipeForOthers) {
+  CompileJob ttir;
+  ttir.input_kind = InputKind::triton;
+  ttir.input = "module {\n  tt.func public @k() { tt.return }\n}\n";
+  EXPECT_TRUE(is_portable_recipe(ttir));
+  CompileJob bound = ttir;
+  bound.input = "module attributes {\"ttg.num-warps\" = 4 : i32, ttg.target = \"cuda:90\"} {}\n";
+  EXPECT_FALSE(is_portable_recipe(bound));
+  CompileJob cuda;
+  cuda.input_kind = InputKind::cuda_source;
+  cuda.input = "// ttg.target in a comment of CUDA C++\n__global__ void k() {}\n";
+  EXPECT_TRUE(is_portable_recipe(cuda));
+}
+
 }  // namespace kjit
