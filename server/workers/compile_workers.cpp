@@ -48,6 +48,10 @@ constexpr int k_worker_fd = 3;
 // Loading NVRTC, nvJitLink, LLVM and the plugins takes well under a second;
 // a worker not ready after this is stuck.
 constexpr auto k_ready_timeout = std::chrono::seconds(60);
+// And a prestarted Triton worker, for each build it warms before it is
+// ready (an interpreter importing Triton and describing the build, at idle
+// priority first): no compile waits on it, and a busy machine slows it.
+constexpr auto k_warm_build_timeout = std::chrono::seconds(180);
 // How often a compile checks whether every request waiting on it went away.
 constexpr auto k_abandoned_poll = std::chrono::milliseconds(50);
 
@@ -425,7 +429,10 @@ Status CompileWorkers::await_ready(Worker& worker) {
   worker::Ready ready;
   FrameRead read = FrameRead::error;
   if (!write_frame(worker.fd, setup) ||
-      (read = read_frame(worker.fd, bytes, std::chrono::steady_clock::now() + k_ready_timeout)) != FrameRead::ok ||
+      (read = read_frame(worker.fd, bytes,
+                         std::chrono::steady_clock::now() + k_ready_timeout +
+                             k_warm_build_timeout * static_cast<int>(worker.triton_warm_builds.size()))) !=
+          FrameRead::ok ||
       !ready.ParseFromString(bytes)) {
     const WorkerEnd end = discard(worker, /*kill_first=*/true);
     if (stopping()) {

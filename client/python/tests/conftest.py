@@ -172,3 +172,23 @@ def fake_daemon(tmp_path):
     fake.address = address
     yield fake
     server.stop(grace=None)
+
+
+def files_of(cache_dir: Path) -> dict:
+    """Every file of Triton's cache directory by key directory and name; the
+    group files' paths made relative, since they name the directory."""
+    out = {}
+    for path in cache_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.name.startswith("__grp__"):
+                data = data.replace(str(cache_dir).encode(), b"CACHE")
+            out["%s/%s" % (path.parent.name, path.name)] = data
+    return out
+
+
+@pytest.fixture(scope="module")
+def xdg_cache(tmp_path_factory):
+    """The processes' cache directory (the digest of libtriton.so, the daemon's
+    builds): shared by this module's processes, never the user's own."""
+    return str(tmp_path_factory.mktemp("xdg-cache"))

@@ -12,32 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import unique
+from conftest import files_of, unique
 from test_triton import run_child
 
 triton = pytest.importorskip("triton", reason="the triton package is not installed (client/python/run-tests.sh "
                                                "installs it; pip install triton)")
 import kjit  # noqa: E402
-
-
-def files_of(cache_dir: Path) -> dict:
-    """Every file of Triton's cache directory by key directory and name; the
-    group files' paths made relative, since they name the directory."""
-    out = {}
-    for path in cache_dir.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            if path.name.startswith("__grp__"):
-                data = data.replace(str(cache_dir).encode(), b"CACHE")
-            out["%s/%s" % (path.parent.name, path.name)] = data
-    return out
-
-
-@pytest.fixture(scope="module")
-def xdg_cache(tmp_path_factory):
-    """The processes' cache directory (the digest of libtriton.so, the daemon's
-    builds): shared by this module's processes, never the user's own."""
-    return str(tmp_path_factory.mktemp("xdg-cache"))
 
 
 @pytest.fixture
