@@ -83,37 +83,33 @@ if [ -z "${KJIT_SKIP_CUTILE:-}" ] && have_tileiras && ! "$venv/bin/python" -c \
     echo "run-tests.sh: could not install cuda-tile $cutile_version; tests/test_cutile.py will skip" >&2
 fi
 
-# fbtriton processes for tests/test_triton_remote.py: the interpreter of
-# install-deps' fbtriton build runs them, with the client and its wheels
-# (grpcio, protobuf) installed beside it in a directory of their own
-# ($KJIT_FBTRITON_PATH, on PYTHONPATH), so the daemon's build stays as
-# installed. Where that build is missing, those tests skip (fail under CI).
+# Processes of install-deps' other Triton builds run their tests with the
+# client and its wheels (grpcio, protobuf) installed beside the build in a
+# directory of their own (on PYTHONPATH), so the daemon's build stays as
+# installed. Where a build is missing, its tests skip (fail under CI).
+# install_client_beside NAME PYTHON DIR: reinstalled only when it changed.
+install_client_beside() {
+  local name=$1 build_python=$2 dir=$3
+  [[ -n "$build_python" && -x "$build_python" ]] || return 0
+  [[ "$(cat "$dir/.kjit-client-stamp" 2>/dev/null)" == "$stamp" ]] && return 0
+  rm -rf "$dir"
+  if "$build_python" -m pip install --quiet --disable-pip-version-check --target "$dir" "$here"; then
+    echo "$stamp" > "$dir/.kjit-client-stamp"
+  else
+    echo "run-tests.sh: could not install the client for $name into $dir; its tests will skip" >&2
+  fi
+}
+
+# fbtriton processes for tests/test_triton_remote.py ($KJIT_FBTRITON_PATH).
 fbtriton_path=${KJIT_FBTRITON_PATH:-$repo/build/python-fbtriton-path}
 fbtriton_python=$(ls -d "$repo"/.deps/triton-builds/fbtriton-*/bin/python 2>/dev/null | head -n 1 || true)
-if [[ -n "$fbtriton_python" && "$(cat "$fbtriton_path/.kjit-client-stamp" 2>/dev/null)" != "$stamp" ]]; then
-  rm -rf "$fbtriton_path"
-  if "$fbtriton_python" -m pip install --quiet --disable-pip-version-check --target "$fbtriton_path" "$here"; then
-    echo "$stamp" > "$fbtriton_path/.kjit-client-stamp"
-  else
-    echo "run-tests.sh: could not install the client for fbtriton into $fbtriton_path; its tests will skip" >&2
-  fi
-fi
+install_client_beside fbtriton "$fbtriton_python" "$fbtriton_path"
 export KJIT_FBTRITON_PATH=$fbtriton_path
 
-# Triton 3.8 + uTLX processes for tests/test_triton_utlx.py, the same way:
-# the interpreter of install-deps' triton-3.8.0 build (with triton-utlx),
-# the client beside it in $KJIT_TRITON38_PATH. Without that build those
-# tests skip (fail under CI).
+# Triton 3.8 + uTLX processes for tests/test_triton_utlx.py
+# ($KJIT_TRITON38_PATH): install-deps' triton-3.8.0 build, with triton-utlx.
 triton38_path=${KJIT_TRITON38_PATH:-$repo/build/python-triton-3.8.0-path}
-triton38_python=$repo/.deps/triton-builds/triton-3.8.0/bin/python
-if [[ -x "$triton38_python" && "$(cat "$triton38_path/.kjit-client-stamp" 2>/dev/null)" != "$stamp" ]]; then
-  rm -rf "$triton38_path"
-  if "$triton38_python" -m pip install --quiet --disable-pip-version-check --target "$triton38_path" "$here"; then
-    echo "$stamp" > "$triton38_path/.kjit-client-stamp"
-  else
-    echo "run-tests.sh: could not install the client for triton-3.8.0 into $triton38_path; its tests will skip" >&2
-  fi
-fi
+install_client_beside triton-3.8.0 "$repo/.deps/triton-builds/triton-3.8.0/bin/python" "$triton38_path"
 export KJIT_TRITON38_PATH=$triton38_path
 
 cd "$here"
