@@ -463,11 +463,21 @@ Result<ToolkitListing> Client::toolkits() const {
     build.libtriton_sha256 = b.libtriton_sha256();
     build.tlx = b.tlx();
     build.tlx_provider = b.tlx_provider();
-    for (const v1::TritonPlugin& p : b.installed_plugins()) {
-      ToolkitListing::TritonPlugin plugin{p.distribution(), p.version(), {}, p.stages_hook_sha256()};
-      for (const v1::TritonPluginLibrary& library : p.libraries()) plugin.libraries.emplace_back(library.path(), library.sha256());
-      build.installed_plugins.push_back(std::move(plugin));
-    }
+    auto read_plugins = [](const auto& from, std::vector<ToolkitListing::TritonPlugin>& to) {
+      for (const v1::TritonPlugin& p : from) {
+        ToolkitListing::TritonPlugin plugin{p.distribution(), p.version(), {}, p.stages_hook_sha256(),
+                                            {p.environment().begin(), p.environment().end()}};
+        for (const v1::TritonPluginLibrary& library : p.libraries())
+          plugin.libraries.emplace_back(library.path(), library.sha256());
+        to.push_back(std::move(plugin));
+      }
+    };
+    read_plugins(b.installed_plugins(), build.installed_plugins);
+    read_plugins(b.configured_plugins(), build.configured_plugins);
+    build.plugin_loader = b.plugin_loader();
+    build.borrowed_ptxas = {b.borrowed_ptxas().path(), b.borrowed_ptxas().version(), b.borrowed_ptxas().sha256(),
+                            b.borrowed_ptxas().from_build(),
+                            {b.borrowed_ptxas().cuda_archs().begin(), b.borrowed_ptxas().cuda_archs().end()}};
     build.is_default = b.is_default();
     build.error = b.error();
     out.triton.push_back(std::move(build));

@@ -23,6 +23,7 @@ void to_wire(const CompileRequest& request, v1::CompileRequest& wire) {
   for (const auto& [name, value] : request.triton_options) (*wire.mutable_triton_options())[name] = value;
   wire.set_triton_build(request.triton_build);
   for (const TritonEdit& edit : request.triton_edits) to_proto(edit, *wire.add_triton_edits());
+  for (const std::string& name : request.triton_plugins_off) wire.add_triton_plugins_off(name);
 }
 
 Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
@@ -46,6 +47,7 @@ Result<CompileRequest> from_wire(const v1::CompileRequest& wire) {
   for (const auto& [name, value] : wire.triton_options()) request.triton_options[name] = value;
   request.triton_build = wire.triton_build();
   for (const v1::TritonEdit& edit : wire.triton_edits()) request.triton_edits.push_back(from_proto(edit));
+  request.triton_plugins_off.assign(wire.triton_plugins_off().begin(), wire.triton_plugins_off().end());
   return request;
 }
 

@@ -73,6 +73,9 @@ CLI::App* add_compile_command(CLI::App& app, CompileArgs& args) {
                   "Triton input: an edit to the build's stages after the daemon's, OP:ANCHOR[:PASS] "
                   "(disable:ttgir/tritongpu-coalesce, insert-after:ttgir/tritongpu-coalesce:cse) or "
                   "override-stage:STAGE:PASS,PASS,...");
+  cmd->add_option("--triton-plugin-off", args.triton_plugins_off,
+                  "Triton input: switch one of the build's plugins off for this kernel, as `kjit toolkits` names it "
+                  "(triton-utlx, a configured library's path; \"*\": all)");
   return cmd;
 }
 
@@ -139,8 +142,10 @@ Result<CompileRequest> build_compile_request(const CompileArgs& args) {
     request.pass_args[pass_arg.substr(0, eq)] = pass_arg.substr(eq + 1);
   }
   const bool triton = input_kind_info(*kind).options == OptionFamily::triton;
-  if (!triton && (!args.triton_options.empty() || !args.triton_build.empty() || !args.triton_edits.empty()))
-    return usage("--triton-option, --triton and --triton-edit apply to Triton input (.ttir, .ttgir) only");
+  if (!triton && (!args.triton_options.empty() || !args.triton_build.empty() || !args.triton_edits.empty() ||
+                  !args.triton_plugins_off.empty()))
+    return usage("--triton-option, --triton, --triton-edit and --triton-plugin-off apply to Triton input (.ttir, .ttgir) only");
+  request.triton_plugins_off = args.triton_plugins_off;
   for (const std::string& text : args.triton_edits) {
     Result<TritonEdit> edit = parse_triton_edit(text);
     if (!edit) return edit.error();

@@ -29,6 +29,8 @@ struct CompileArgs {
   std::vector<std::string> triton_options;  // NAME=VALUE
   std::string triton_build;
   std::vector<std::string> triton_edits;  // OP:ANCHOR[:PASS], override-stage:STAGE:PASS,...
+  std::vector<std::string> triton_plugins_off;  // plugin names, "*"
+
 };
 
 CLI::App* add_compile_command(CLI::App& app, CompileArgs& args);

@@ -45,14 +45,25 @@ nlohmann::json to_json(const ToolkitListing& listing) {
       nlohmann::json libraries = nlohmann::json::array();
       for (const auto& [path, sha256] : p.libraries) libraries.push_back({{"path", path}, {"sha256", sha256}});
       plugins.push_back({{"distribution", p.distribution}, {"version", p.version}, {"libraries", libraries},
-                         {"stages_hook_sha256", p.stages_hook_sha256}});
+                         {"stages_hook_sha256", p.stages_hook_sha256}, {"environment", p.environment}});
     }
+    for (const ToolkitListing::TritonPlugin& p : b.configured_plugins)
+      for (const auto& [path, sha256] : p.libraries)
+        plugins.push_back({{"library", path}, {"sha256", sha256}, {"configured", true}, {"environment", p.environment}});
     for (const std::string& library : b.plugins) plugins.push_back({{"library", library}});
     triton.push_back({{"name", b.name},           {"version", b.version},       {"distribution", b.distribution},
                       {"python", b.python},       {"backends", b.backends},     {"cuda_archs", b.cuda_archs},
                       {"hip_archs", b.hip_archs}, {"plugins", plugins},         {"ptxas", b.ptxas},
                       {"options", b.options},     {"libtriton_sha256", b.libtriton_sha256},
                       {"tlx", b.tlx},             {"tlx_provider", b.tlx_provider},
+                      {"plugin_loader", b.plugin_loader},
+                      {"borrowed_ptxas", b.borrowed_ptxas.cuda_archs.empty()
+                                             ? nlohmann::json()
+                                             : nlohmann::json{{"path", b.borrowed_ptxas.path},
+                                                              {"version", b.borrowed_ptxas.version},
+                                                              {"sha256", b.borrowed_ptxas.sha256},
+                                                              {"from_build", b.borrowed_ptxas.from_build},
+                                                              {"cuda_archs", b.borrowed_ptxas.cuda_archs}}},
                       {"default", b.is_default}});
   }
   return {{"toolkits", toolkits}, {"routes", routes}, {"policy", listing.policy},
@@ -95,12 +106,18 @@ void print_table(const ToolkitListing& listing) {
     std::printf("    cuda archs: %s\n    hip archs:  %s\n", join_archs(b.cuda_archs).c_str(),
                 gfx.empty() ? "none" : gfx.c_str());
     for (const std::string& p : b.ptxas) std::printf("    ptxas:      %s\n", p.c_str());
+    if (!b.borrowed_ptxas.cuda_archs.empty())
+      std::printf("    ptxas:      %s (%s, %s's) for %s\n", b.borrowed_ptxas.path.c_str(), b.borrowed_ptxas.version.c_str(),
+                  b.borrowed_ptxas.from_build.c_str(), join_archs(b.borrowed_ptxas.cuda_archs).c_str());
     for (const ToolkitListing::TritonPlugin& p : b.installed_plugins) {
       std::printf("    plugin:     %s %s%s\n", p.distribution.c_str(), p.version.c_str(),
                   b.tlx_provider == p.distribution ? " (its TLX)" : "");
       for (const auto& [path, sha256] : p.libraries)
         std::printf("                %s sha256:%s\n", path.c_str(), sha256.substr(0, 16).c_str());
     }
+    for (const ToolkitListing::TritonPlugin& p : b.configured_plugins)
+      for (const auto& [path, sha256] : p.libraries)
+        std::printf("    plugin:     %s sha256:%s (configured)\n", path.c_str(), sha256.substr(0, 16).c_str());
     for (const std::string& p : b.plugins) std::printf("    plugin:     %s\n", p.c_str());
   }
 }

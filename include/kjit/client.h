@@ -39,6 +39,9 @@ struct CompileRequest {
   std::string triton_build;
   // Triton input: edits to the build's stages, after the daemon's own.
   std::vector<TritonEdit> triton_edits;
+  // Triton input: the build's plugins switched off for this kernel, as
+  // `kjit toolkits` names them ("triton-utlx"; "*" for all).
+  std::vector<std::string> triton_plugins_off;
 };
 
 // One part of a fatbin answer.
@@ -104,18 +107,26 @@ struct ToolkitListing {
   int fatbin_toolkit = -1;
   // The Triton builds the daemon found, the default first; a build it could
   // not use has only `error`.
-  // A plugin package installed in a build's environment (uTLX).
+  // A plugin package installed in a build's environment (uTLX), or a
+  // library the daemon's configuration gives it (no distribution).
   struct TritonPlugin {
     std::string distribution, version;
     std::vector<std::pair<std::string, std::string>> libraries;  // path, sha256
     std::string stages_hook_sha256;
+    std::map<std::string, std::string> environment;  // configured variables
   };
   struct TritonBuild {
     std::string name, version, distribution, python;
     std::vector<std::string> backends;
     std::vector<uint32_t> cuda_archs;
     std::vector<std::string> hip_archs, plugins, ptxas, options;
-    std::vector<TritonPlugin> installed_plugins;
+    std::vector<TritonPlugin> installed_plugins, configured_plugins;
+    std::string plugin_loader;
+    // Another build's newer ptxas-blackwell, for these CUDA archs.
+    struct BorrowedPtxas {
+      std::string path, version, sha256, from_build;
+      std::vector<uint32_t> cuda_archs;
+    } borrowed_ptxas;
     std::string libtriton_sha256;
     bool tlx = false;
     std::string tlx_provider;

@@ -51,6 +51,7 @@ ConfigChanges config_changes(const DaemonConfig& in_force, const DaemonConfig& r
   structured(in_force.fleet_targets == read.fleet_targets, "fleet.targets");
   structured(in_force.triton_builds == read.triton_builds, "triton.builds");
   structured(in_force.triton_plugins == read.triton_plugins, "triton.plugins");
+  structured(in_force.triton_plugin_settings == read.triton_plugin_settings, "triton.plugin");
   structured(in_force.triton_prestart_builds == read.triton_prestart_builds, "triton.prestart_builds");
   structured(in_force.pipelines.pipelines == read.pipelines.pipelines, "pipelines");
   structured(same_edits(in_force.pipelines.edits, read.pipelines.edits), "edits");

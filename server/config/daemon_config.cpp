@@ -92,6 +92,54 @@ Status read_fleet(const toml::node& node, const std::string& path, std::vector<T
 std::optional<Status> read_scalar(const std::string& path, const std::string& file, const toml::node& node,
                                   DaemonConfig& config);
 
+// [[triton.plugin]]: builds (required, names), library (an absolute path)
+// or package (an installed plugin package's distribution), environment (a
+// table of strings: the variables the plugin reads).
+Status read_triton_plugin_settings(const toml::node& node, const std::string& path,
+                                   std::vector<TritonPluginSetting>& out) {
+  const toml::array* array = node.as_array();
+  if (!array) return config_error(path, "triton.plugin must be an array of [[triton.plugin]] tables");
+  for (const toml::node& item : *array) {
+    const toml::table* t = item.as_table();
+    if (!t) return config_error(path, "triton.plugin must be an array of [[triton.plugin]] tables");
+    const std::string where = "[[triton.plugin]] " + std::to_string(out.size() + 1);
+    TritonPluginSetting setting;
+    for (auto&& [key, value] : *t) {
+      const std::string k(key.str());
+      if (k == "builds") {
+        if (Status s = read_strings(value, path, where + " builds", setting.builds); !s) return s;
+        for (const std::string& name : setting.builds)
+          if (name.empty()) return config_error(path, where + " builds: a build's name is empty");
+      } else if (k == "library" || k == "package") {
+        std::optional<std::string> text = value.value<std::string>();
+        if (!text || text->empty()) return config_error(path, where + " " + k + " must be a non-empty string");
+        if (k == "library" && text->front() != '/')
+          return config_error(path, where + " library: '" + *text + "' is not an absolute path");
+        (k == "library" ? setting.library : setting.package) = *text;
+      } else if (k == "environment") {
+        const toml::table* variables = value.as_table();
+        if (!variables) return config_error(path, where + " environment must be a table of strings");
+        for (auto&& [name, text] : *variables) {
+          const std::string variable(name.str());
+          if (Status s = check_plugin_variable(variable); !s)
+            return config_error(path, where + " environment: " + s.error().message);
+          std::optional<std::string> v = text.value<std::string>();
+          if (!v) return config_error(path, where + " environment." + variable + " must be a string");
+          setting.environment[variable] = *v;
+        }
+      } else {
+        return config_error(path, "unknown key " + where + " " + k + " (builds, library, package, environment)");
+      }
+    }
+    if (setting.builds.empty())
+      return config_error(path, where + " names no builds (builds = [\"triton-3.9.0\"]): a plugin is built for one Triton release");
+    if (setting.library.empty() == setting.package.empty())
+      return config_error(path, where + " takes one of library (a pass plugin library) and package (an installed plugin package)");
+    out.push_back(std::move(setting));
+  }
+  return Ok{};
+}
+
 // [triton]: builds (Python environments or interpreters holding `triton`,
 // looked at before the project's .deps/triton-builds), plugins, the builds
 // the prestarted worker warms, and its scalars from config_keys()
@@ -113,6 +161,8 @@ Status read_triton(const toml::node& node, const std::string& path, DaemonConfig
       for (const std::string& entry : config.triton_plugins)
         if (entry.empty() || entry.front() != '/')
           return config_error(path, "triton.plugins: '" + entry + "' is not an absolute path");
+    } else if (k == "plugin") {
+      if (Status s = read_triton_plugin_settings(value, path, config.triton_plugin_settings); !s) return s;
     } else if (k == "prestart_builds") {
       if (Status s = read_strings(value, path, "triton.prestart_builds", config.triton_prestart_builds); !s) return s;
       for (const std::string& entry : config.triton_prestart_builds)

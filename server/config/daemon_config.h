@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/triton/triton_plugin_settings.h"
 #include "kjit/status.h"
 #include "pipeline/pipeline_spec.h"
 #include "pipeline/toolkit_policy.h"
@@ -193,6 +194,11 @@ struct DaemonConfig {
   // [triton] plugins: Triton pass plugin libraries every build loads
   // (absolute paths); their digests are in the key of every Triton compile.
   std::vector<std::string> triton_plugins;
+  // [[triton.plugin]]: plugins for the builds they name (a library, or an
+  // installed package's settings, with the variables they read). A daemon
+  // with any checks them against its builds at start and refuses to serve
+  // when one cannot be loaded.
+  std::vector<TritonPluginSetting> triton_plugin_settings;
   // [triton] prestart: find the Triton builds and start one Triton worker
   // (the default build imported) while the daemon starts, so that the first
   // Triton request finds it warm; false: both at the first Triton request.

@@ -112,8 +112,16 @@ constexpr StructuredKey k_structured_keys[] = {
      "under `.deps/triton-builds`; default `[]`",
      k_triton},
     {"[triton] plugins",
-     "Triton pass plugin libraries (absolute paths) every build loads; their digests are in "
-     "every Triton key; default `[]`",
+     "Triton pass plugin libraries (absolute paths) the builds that load plugins with "
+     "`passes.plugin.extend_with` (Triton 3.9) load; their digests are in every Triton key; default `[]`",
+     k_triton},
+    {"[[triton.plugin]] builds, library, package, environment",
+     "a plugin for the builds it names (`builds`, required: a plugin is built for one Triton release): a pass "
+     "plugin `library` (absolute path), loaded the way that release loads plugins, or settings for an installed "
+     "plugin `package` (`\"triton-utlx\"`); `environment`: the variables it reads "
+     "(`{ UTLX_NO_LAYOUT_PROPAGATION = \"1\" }`), set in the build's interpreters from here only. Its name, "
+     "digest and variables are in the key of the builds' compiles. Checked at start and by `--check-config`: a "
+     "plugin a build cannot load refuses the start; default none",
      k_triton},
     {"[triton] prestart_builds",
      "more builds the prestarted Triton worker imports and warms besides the default one (names as "

@@ -198,11 +198,20 @@ Status Daemon::start() {
   // Triton builds take a second or more of CPU each to answer: asked at the
   // first Triton request (or toolkit listing), which waits for them, or
   // ahead of it by the Triton worker's prestart, in the background.
-  discover_triton_builds_on_first_use(triton_build_search_of(config_), own_temporary_directory("kjitd-triton-"));
+  if (config_.triton_plugin_settings.empty()) {
+    discover_triton_builds_on_first_use(triton_build_search_of(config_), own_temporary_directory("kjitd-triton-"));
+  } else {
+    // Plugins configured for named builds are checked before anything is
+    // served: one that a build cannot load refuses the start, rather than
+    // failing the compiles sent to that build.
+    Result<TritonDiscovery> found = discover_configured_triton_builds(
+        triton_build_search_of(config_), config_.triton_plugin_settings, own_temporary_directory("kjitd-triton-"));
+    if (!found) return found.error();
+    set_triton_builds(std::move(found->builds));
+  }
   // Compiling in this process, its Triton interpreters live here too, under
   // a name of this daemon's rather than a pid's alone.
   if (!workers_) set_triton_home(own_temporary_directory("kjitd-triton-home-"));
-  if (workers_ && config_.triton_prestart) workers_->prestart_triton(config_.triton_prestart_builds);
   auto pipeline = make_compile_pipeline(config_);
   if (!pipeline) return pipeline.error();
   // Toolkit discovery happens here once; workers load what it found.
@@ -335,6 +344,10 @@ Status Daemon::start() {
     return make_error(ErrorCode::failed_precondition,
                       "cannot serve" + (config_.listen_address.empty() ? "" : " on " + config_.listen_address));
   }
+  // Once everything that refuses a start (the pipeline and its plugins,
+  // tenants, TLS files, listeners) has passed: a refused start ends at once,
+  // instead of waiting for the discovery of the Triton builds this begins.
+  if (workers_ && config_.triton_prestart) workers_->prestart_triton(config_.triton_prestart_builds);
   // Health says SERVING only once the start is over (below): whoever polls
   // it, a test, a container's probe, `kjit health`, then finds the socket's
   // mode and group set and the direct-read manifest published.

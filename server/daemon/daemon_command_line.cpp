@@ -4,9 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 
+#include "backends/triton/triton_discovery.h"
 #include "cache/reapi_connection.h"
 #include "server/access/listener_credentials.h"
 #include "server/config/config_keys.h"
@@ -278,6 +281,22 @@ int check_configuration(const DaemonConfig& config) {
       return 2;
     }
     spdlog::info("compile workers: up to {}, confinement {}", config.compile_workers, *confinement);
+  }
+  if (!config.triton_plugin_settings.empty()) {
+    // As the daemon's start checks them: each plugin loaded by the builds it names.
+    std::error_code ec;
+    const std::string scratch =
+        (std::filesystem::temp_directory_path(ec) / ("kjitd-check-triton-" + std::to_string(::getpid()))).string();
+    Result<TritonDiscovery> found =
+        discover_configured_triton_builds(triton_build_search_of(config), config.triton_plugin_settings, scratch);
+    if (!found) {
+      fmt::print(stderr, "kjitd: {}\n", found.error().message);
+      if (!found.error().log.empty()) fmt::print(stderr, "{}\n", found.error().log);
+      return 2;
+    }
+    for (const TritonBuild& build : found->builds)
+      for (const TritonConfiguredPlugin& plugin : build.configured_plugins)
+        fmt::print("triton plugin {} for {}: loads\n", plugin.name(), build.name);
   }
   // What the daemon would serve with, key by key, as health --verbose shows it.
   for (const ConfigKey& key : config_keys()) {

@@ -1,6 +1,8 @@
 #include "server/edge/compile_translation.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
 
 #include "backends/triton/triton_build.h"
 #include "convert/wire_convert.h"
@@ -62,6 +64,29 @@ std::string kind_names() {
   return names;
 }
 
+// The request's triton_plugins_off: each a plugin of the build (as `kjit
+// toolkits` names it: an installed package's distribution, a configured
+// library's path, one of [triton] plugins) or "*", sorted, each once.
+Result<std::vector<std::string>> plugins_switched_off(const v1::CompileRequest& request, const TritonBuild& build,
+                                                      const DaemonConfig& config) {
+  std::vector<std::string> known = build.plugin_names();
+  known.insert(known.end(), config.triton_plugins.begin(), config.triton_plugins.end());
+  if (static_cast<uint64_t>(request.triton_plugins_off_size()) > known.size() + 1)
+    return invalid("triton_plugins_off names " + std::to_string(request.triton_plugins_off_size()) +
+                   " plugins; Triton build '" + build.name + "' has " + std::to_string(known.size()));
+  std::set<std::string> off;
+  for (const std::string& name : request.triton_plugins_off()) {
+    if (name != "*" && std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      return invalid("triton_plugins_off: '" + name + "' is no plugin of Triton build '" + build.name + "' (its plugins: " +
+                     (list.empty() ? std::string("none") : list) + "; \"*\" for all)");
+    }
+    off.insert(name);
+  }
+  return std::vector<std::string>(off.begin(), off.end());
+}
+
 }  // namespace
 
 Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const DaemonConfig& config) {
@@ -95,8 +120,9 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
   std::vector<std::string> options(request.options().begin(), request.options().end());
   const bool triton = kind_info.options == OptionFamily::triton;
   if (!triton &&
-      (request.triton_options_size() > 0 || !request.triton_build().empty() || request.triton_edits_size() > 0))
-    return invalid("triton_options, triton_build and triton_edits apply to Triton input only");
+      (request.triton_options_size() > 0 || !request.triton_build().empty() || request.triton_edits_size() > 0 ||
+       request.triton_plugins_off_size() > 0))
+    return invalid("triton_options, triton_build, triton_edits and triton_plugins_off apply to Triton input only");
   if (triton) {
     if (!options.empty())
       return invalid("Triton input takes Triton's own options (triton_options: num_warps, num_stages, ...), not "
@@ -111,8 +137,19 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
       std::string builds;
       for (uint32_t sm : (*build)->cuda_archs) builds += (builds.empty() ? "cuda:" : ", cuda:") + std::to_string(sm);
       for (const std::string& gfx : (*build)->hip_archs) builds += (builds.empty() ? "hip:" : ", hip:") + gfx;
-      return invalid("Triton build '" + (*build)->name + "' does not build " + job.target.canonical() +
-                     "; it builds " + builds);
+      // What is missing is a toolchain on this machine, not something the
+      // request could say otherwise: an assembler for the arch (a newer
+      // Triton build's ptxas would be lent to it), or the back end.
+      std::string missing;
+      if (!job.target.is_amd())
+        for (const TritonPtxas& ptxas : (*build)->ptxas)
+          missing += "; its " + std::filesystem::path(ptxas.path).filename().string() + " " + ptxas.version;
+      return make_error(ErrorCode::failed_precondition,
+                        "Triton build '" + (*build)->name + "' does not build " + job.target.canonical() +
+                            (missing.empty() ? std::string()
+                                             : missing + " does not know it, and no Triton build here has a newer "
+                                                         "ptxas-blackwell that its Triton compiles with for it") +
+                            "; it builds " + builds);
     }
     std::map<std::string, std::string> given(request.triton_options().begin(), request.triton_options().end());
     Result<std::vector<std::string>> checked = check_triton_options(**build, job.target, given);
@@ -131,6 +168,9 @@ Result<CompileJob> to_compile_job(const v1::CompileRequest& request, const Daemo
         return checked_edit.error();
       job.triton_edits.push_back(std::move(edit));
     }
+    Result<std::vector<std::string>> off = plugins_switched_off(request, **build, config);
+    if (!off) return off.error();
+    job.triton_plugins_off = std::move(off.value());
   } else if (job.target.is_amd()) {
     Result<HipOptions> checked = check_hip_options(job.input_kind, options, job.target.amd_arch());
     if (!checked) return checked.error();
@@ -207,6 +247,7 @@ void to_compile_request(const CompileJob& job, v1::CompileRequest& request) {
     }
     request.set_triton_build(job.triton_build);
     for (const TritonEdit& edit : job.triton_edits) to_proto(edit, *request.add_triton_edits());
+    for (const std::string& name : job.triton_plugins_off) request.add_triton_plugins_off(name);
   } else {
     for (const std::string& option : job.options) request.add_options(option);
   }

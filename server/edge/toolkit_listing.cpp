@@ -44,6 +44,26 @@ void describe_triton_builds(v1::ListToolkitsResponse& response) {
         lib.set_path(library.path);
         lib.set_sha256(library.sha256);
       }
+      for (const TritonConfiguredPlugin& configured : build->configured_plugins)
+        if (configured.package == plugin.distribution)
+          listed.mutable_environment()->insert(configured.environment.begin(), configured.environment.end());
+    }
+    out.set_plugin_loader(build->plugin_loader);
+    if (!build->borrowed_cuda_archs.empty()) {
+      v1::TritonBorrowedPtxas& lent = *out.mutable_borrowed_ptxas();
+      lent.set_path(build->borrowed_ptxas.path);
+      lent.set_version(build->borrowed_ptxas.version);
+      lent.set_sha256(build->borrowed_ptxas.sha256);
+      lent.set_from_build(build->borrowed_from);
+      for (uint32_t sm : build->borrowed_cuda_archs) lent.add_cuda_archs(sm);
+    }
+    for (const TritonConfiguredPlugin& configured : build->configured_plugins) {
+      if (configured.library.empty()) continue;
+      v1::TritonPlugin& listed = *out.add_configured_plugins();
+      v1::TritonPluginLibrary& lib = *listed.add_libraries();
+      lib.set_path(configured.library);
+      lib.set_sha256(configured.sha256);
+      listed.mutable_environment()->insert(configured.environment.begin(), configured.environment.end());
     }
     out.set_is_default(build == chosen);
     for (const auto& [backend, fields] : build->options)

@@ -15,6 +15,7 @@
 #include "backends/nvrtc/nvrtc_pch.h"
 #include "backends/triton/triton_build.h"
 #include "backends/triton/triton_compile.h"
+#include "backends/triton/triton_plugin_settings.h"
 #include "pipeline/amd_passes.h"
 #include "server/workers/compile_bounds.h"
 #include "server/config/pipeline_setup.h"
@@ -255,6 +256,11 @@ int run_worker_process(const DaemonConfig& config, const WorkerSetup& setup, int
         return 1;
       }
       builds.push_back(std::move(build.value()));
+    }
+    // The daemon checked these at its start; a worker gives them alike.
+    if (Status configured = configure_triton_plugins(builds, config.triton_plugin_settings); !configured) {
+      spdlog::error("compile worker: {}", configured.error().message);
+      return 1;
     }
     set_triton_builds(std::move(builds));
     // Its interpreters keep their own directories across jobs; work/ is

@@ -62,6 +62,8 @@ SandboxPolicy worker_sandbox_policy(const DaemonConfig& config, const CompilePip
   if (worker_class.triton) {
     for (const TritonBuild& build : triton_builds()) allow_triton_build(policy, build);
     for (const std::string& plugin : config.triton_plugins) policy.read_only.push_back(plugin);
+    for (const TritonPluginSetting& setting : config.triton_plugin_settings)
+      if (!setting.library.empty()) policy.read_only.push_back(setting.library);
   }
   return policy;
 }

@@ -30,6 +30,10 @@ struct CompileJob {
   std::string triton_build;
   // Triton input: the request's own edits to the build's stages.
   std::vector<TritonEdit> triton_edits;
+  // Triton input: the build's plugins switched off for this kernel, by the
+  // names `kjit toolkits` gives them ("triton-utlx", a library's path;
+  // "*": all), sorted, each once.
+  std::vector<std::string> triton_plugins_off;
   bool operator==(const CompileJob&) const = default;
 };
 
@@ -53,6 +57,7 @@ void for_each_field(Job& job, Visit&& visit) {
   visit("allow_ptx_fallback", job.allow_ptx_fallback);
   visit("triton_build", job.triton_build);
   visit("triton_edits", job.triton_edits);
+  visit("triton_plugins_off", job.triton_plugins_off);
 }
 
 }  // namespace kjit

@@ -66,6 +66,8 @@ CacheKey compile_key(const KeyInputs& in) {
   // The build by name; what it is (its version and binaries' digests) comes
   // from its pass's declaration.
   if (!job.triton_build.empty()) c.push_back({"triton.build", job.triton_build});
+  // The build's plugins the request switched off: they did not run.
+  if (!job.triton_plugins_off.empty()) c.push_back({"triton.plugins_off", joined(job.triton_plugins_off)});
   c.push_back({"pipeline", in.pipeline.name + ": " + (in.pipeline_description
                                                           ? *in.pipeline_description
                                                           : describe_for_key(in.pipeline, in.registry))});

@@ -18,7 +18,11 @@ Result<PassOutput> run_triton(PassContext& ctx, std::string_view module_text) {
   if (!build)
     return make_error(ErrorCode::failed_precondition,
                       "Triton build '" + ctx.job.triton_build + "' is not one this process knows");
-  TritonCompileRequest request{module_text, ctx.job.input_name, ctx.job.target, ctx.job.options};
+  TritonCompileRequest request;
+  request.module_text = module_text;
+  request.input_name = ctx.job.input_name;
+  request.target = ctx.job.target;
+  request.options = ctx.job.options;
   // Set by the plan from the daemon's configuration, never by a request.
   if (auto edits = ctx.args.find(std::string(k_triton_edits_arg)); edits != ctx.args.end())
     request.edits_json = edits->second;
@@ -28,6 +32,7 @@ Result<PassOutput> run_triton(PassContext& ctx, std::string_view module_text) {
       for (const nlohmann::json& plugin : list)
         if (plugin.is_object()) request.plugins.push_back(plugin.value("path", std::string()));
   }
+  request.plugins_off = ctx.job.triton_plugins_off;
   Result<TritonCompileOutput> out = compile_triton(*build, request);
   if (!out) return out.error();
   if (ctx.triton_metadata) *ctx.triton_metadata = std::move(out->metadata);
@@ -51,9 +56,19 @@ Result<PassOutput> run_triton(PassContext& ctx, std::string_view module_text) {
 
 // The build by what it is, not only its name: a reinstalled build of the same
 // version with other binaries makes other keys.
+// Each plugin is a component of its own, so that `kjit cache explain` names
+// the plugin when it is what differs (the plugins a request switched off are
+// the job's own component, triton.plugins_off).
 std::vector<KeyComponent> triton_key(const CompileJob& job, const CudaToolkit&) {
   const TritonBuild* build = build_of(job);
-  return {{"toolchain.triton", build ? build->identity() : "none"}};
+  if (!build) return {{"toolchain.triton", "none"}};
+  std::vector<KeyComponent> out{{"toolchain.triton", build->core_identity()}};
+  for (const auto& [name, text] : build->plugin_identities()) out.push_back({"toolchain.triton.plugin " + name, text});
+  // Another build's newer ptxas, for an arch the build's own does not know.
+  if (const TritonPtxas* lent = build->borrowed_ptxas_for(job.target))
+    out.push_back({"toolchain.triton.ptxas", "ptxas-blackwell " + lent->version + " sha256:" + lent->sha256 +
+                                                 " (" + build->borrowed_from + "'s)"});
+  return out;
 }
 
 std::string triton_name(const std::string&) {

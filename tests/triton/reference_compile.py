@@ -17,7 +17,10 @@ interpreter start) the compile is the one that build's own processes run:
 TRITON_PLUGIN_PATHS names the plugin library as the .pth sets it in a clean
 environment (Triton 3.8 loads it while libtriton is imported), no UTLX_*
 variable is set, and utlx_plugin is imported (its stages hook and patches)
-before compiling.
+before compiling. --env NAME=VALUE sets a plugin's variable before Triton
+and its plugins are imported (as kjit's [[triton.plugin]] environment does);
+--plugin-hook-off then drops the plugin package's stages hook (as a request's
+triton_plugins_off does).
 """
 import argparse
 import json
@@ -51,6 +54,8 @@ def main():
     parser.add_argument("--target", required=True, help="cuda:90, hip:gfx942 ...")
     parser.add_argument("--option", action="append", default=[], help="name=value")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE, a plugin's variable")
+    parser.add_argument("--plugin-hook-off", action="store_true", help="no plugin package's stages hook")
     args = parser.parse_args()
 
     for name in [k for k in os.environ if k.startswith("TRITON_")]:
@@ -63,10 +68,15 @@ def main():
             del os.environ[name]
         utlx.register()
         utlx.install_alias_finder()
+    for item in args.env:
+        name, _, value = item.partition("=")
+        os.environ[name] = value
 
     import triton
     if utlx is not None:
         import utlx_plugin  # noqa: F401
+    if args.plugin_hook_off:
+        triton.knobs.runtime.add_stages_inspection_hook = None
     from triton.backends.compiler import GPUTarget
 
     backend, arch = args.target.split(":", 1)

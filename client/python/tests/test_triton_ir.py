@@ -123,3 +123,25 @@ def test_edits_apply_to_triton_input_only_and_have_a_shape(client):
         client.compile(a_ttir(), target="cuda:90", triton_edits=[{"op": "disable", "anchr": "cse"}])
     with pytest.raises(TypeError):
         client.compile(a_ttir(), target="cuda:90", triton_edits={"op": "disable"})
+
+
+def test_a_plugin_switched_off_for_one_kernel_is_in_its_key_and_unknown_names_are_refused(client):
+    """triton_plugins_off: uTLX's stages hook does not run for that kernel (a
+    plain kernel's bytes stay Triton's), the key says so; a name that is no
+    plugin of the build is INVALID_ARGUMENT listing the build's plugins."""
+    builds = {b.name for b in client.triton_builds() if b.name}
+    if "triton-3.8.0" not in builds:
+        pytest.skip("no triton-3.8.0 build (scripts/install-deps.sh installs it)")
+    path = a_ttir()
+    on = client.compile(path, target="cuda:90", triton_build="triton-3.8.0")
+    off = client.compile(path, target="cuda:90", triton_build="triton-3.8.0", triton_plugins_off=["triton-utlx"])
+    assert off.key != on.key
+    assert client.compile(path, target="cuda:90", triton_build="triton-3.8.0", triton_plugins_off="triton-utlx").key == off.key
+    with pytest.raises(kjit.KjitError) as error:
+        client.compile(path, target="cuda:90", triton_build="triton-3.8.0", triton_plugins_off=["no-such-plugin"])
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "its plugins: triton-utlx" in str(error.value), str(error.value)
+    with pytest.raises(kjit.KjitError) as error:
+        client.compile("__global__ void k() {}", target="cuda:90", kind="cuda", triton_plugins_off=["*"])
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "Triton input only" in str(error.value)

@@ -3,8 +3,11 @@
 # once; then each request on stdin gets exactly one answer on stdout.
 #
 # Framing: a 4-byte little-endian length, then that many bytes of UTF-8 JSON
-# (one object). Requests: {"op": "describe"}, {"op": "compile", ...} and
-# {"op": "pipeline", ...}; see describe(), compile_job() and pipeline_job(). The child exits 0 at EOF on stdin.
+# (one object). Requests: {"op": "describe"}, {"op": "compile", ...},
+# {"op": "pipeline", ...}, {"op": "check_plugins", ...} and
+# {"op": "probe_targets", ...}; see describe(), compile_job(),
+# pipeline_job(), check_plugins_job() and probe_targets_job(). The child
+# exits 0 at EOF on stdin.
 #
 # Compiles go through plain triton.compile() of the source written to a file,
 # with a cache manager that keeps every file Triton puts in memory and never
@@ -63,6 +66,19 @@ _UTLX = sys.modules.get("_utlx_autoregister")
 if _UTLX is not None:
     _UTLX.register()
     _UTLX.install_alias_finder()
+# The variables the daemon's configuration gives the build's plugins
+# ([[triton.plugin]] environment): set from configuration only (the loop
+# above dropped kjitd's own), before Triton and its plugins are imported, as
+# some read them then (uTLX: UTLX_NO_LAYOUT_PROPAGATION).
+for _name, _value in json.loads(os.environ.pop("KJIT_TRITON_PLUGIN_ENVIRONMENT", "") or "{}").items():
+    os.environ[_name] = _value
+# The configured plugin libraries of a build that loads plugins from
+# TRITON_PLUGIN_PATHS while libtriton is imported (Triton 3.8), after those
+# of its installed plugin packages.
+CONFIGURED_LIBRARIES = [p for p in os.environ.pop("KJIT_TRITON_PLUGIN_LIBRARIES", "").split(os.pathsep) if p]
+if CONFIGURED_LIBRARIES:
+    os.environ["TRITON_PLUGIN_PATHS"] = os.pathsep.join(
+        [p for p in os.environ.get("TRITON_PLUGIN_PATHS", "").split(os.pathsep) if p] + CONFIGURED_LIBRARIES)
 
 
 
@@ -477,9 +493,9 @@ _PROBE_TTIR = """module {
 _pipelines = {}  # (target, options, plugins) -> the stages and their passes
 
 
-def _pipeline_key(target, options, plugins):
-    return json.dumps([target.backend, target.arch, target.warp_size, options, sorted(set(plugins or []))],
-                      sort_keys=True, default=str)
+def _pipeline_key(target, options, plugins, plugins_off=()):
+    return json.dumps([target.backend, target.arch, target.warp_size, options, sorted(set(plugins or [])),
+                       sorted(set(plugins_off))], sort_keys=True, default=str)
 
 
 
@@ -487,7 +503,7 @@ def describe_pipeline(target, options):
     """Triton's stages for this target and options, in order, each with the
     MLIR passes it runs: [{"name", "passes"}]. The source's own stage is
     listed too (Triton skips it for an IR source; run_stages says which)."""
-    cache_key = _pipeline_key(target, options, _loaded_plugins)
+    cache_key = _pipeline_key(target, options, _loaded_plugins, _PLUGINS_OFF)
     if cache_key in _pipelines:
         return _pipelines[cache_key]
     path = os.path.join(WORK_DIR, "kjit_pipeline_probe.ttir")
@@ -817,6 +833,8 @@ def _installed_plugins():
                                        "stages_hook_sha256": ""})
 
     for path in filter(None, os.environ.get("TRITON_PLUGIN_PATHS", "").split(os.pathsep)):
+        if path in CONFIGURED_LIBRARIES:
+            continue  # the daemon's, not the build's
         real = os.path.realpath(path)
         owner = owners.get(real, (os.path.basename(path), ""))
         entry(owner)["libraries"].append({"path": path, "sha256": _sha256(real) if os.path.isfile(real) else ""})
@@ -828,6 +846,36 @@ def _installed_plugins():
             key, _ = _PLUGIN_STAGES_HOOK()
             entry(owner)["stages_hook_sha256"] = hashlib.sha256(str(key).encode()).hexdigest()
     return sorted(found.values(), key=lambda p: p["distribution"])
+
+
+def _stages_hook_owner():
+    """The distribution of the plugin package whose stages hook this build
+    runs ("triton-utlx"), or ""."""
+    global _hook_owner
+    if _hook_owner is None:
+        _hook_owner = next((p["distribution"] for p in _installed_plugins() if p["stages_hook_sha256"]), "")
+    return _hook_owner
+
+
+_hook_owner = None
+
+
+def _plugin_loader():
+    """How this build loads pass plugin libraries: "extend_with" (Triton 3.9:
+    passes.plugin.extend_with, at any time), "TRITON_PLUGIN_PATHS" (Triton
+    3.8: the libraries that variable names, while libtriton is imported), or
+    "" when it loads none."""
+    from triton._C.libtriton import passes
+    if getattr(getattr(passes, "plugin", None), "extend_with", None) is not None:
+        return "extend_with"
+    marker = b"TRITON_PLUGIN_PATHS"
+    with open(os.path.join(TRITON_DIR, "_C", "libtriton.so"), "rb") as f:
+        tail = b""
+        while chunk := f.read(1 << 22):
+            if marker in tail + chunk:
+                return "TRITON_PLUGIN_PATHS"
+            tail = chunk[-len(marker):]
+    return ""
 
 
 def _tlx_provider():
@@ -927,6 +975,7 @@ def describe():
         "read_paths": _read_paths(),
         "plugins": plugins,
         "installed_plugins": _installed_plugins(),
+        "plugin_loader": _plugin_loader(),
         "tlx": tlx,
         # Who brings TLX: the build's own distribution (compiled in), or a
         # plugin package (utlx_plugin, which triton.language.extra.tlx
@@ -1032,7 +1081,7 @@ def _target(request, description):
     if backend == "cuda":
         if not isinstance(arch, int) or isinstance(arch, bool):
             raise JobError("invalid_argument", f"a cuda arch is an SM number like 90, not {arch!r}")
-        if arch not in _cuda_arch_set:
+        if arch not in _cuda_arch_set and not _lent_ptxas(request):
             raise JobError("failed_precondition",
                            f"{description['name']} cannot build sm_{arch}; it builds {sorted(_cuda_arch_set)}")
         expected_warp = 32
@@ -1253,6 +1302,28 @@ def _plugin_paths(request):
     return paths
 
 
+def _plugins_off(request):
+    """The plugin packages switched off for this job, by distribution ("*":
+    all): their stages hook is not run (their libraries stay loaded, unused
+    without it). The daemon leaves a switched-off library out of "plugins"."""
+    off = request.get("plugins_off") or []
+    if not isinstance(off, list) or not all(isinstance(p, str) for p in off):
+        raise JobError("invalid_argument", "plugins_off must be a list of names")
+    return sorted(set(off))
+
+
+_PLUGINS_OFF = []  # in a job's child: its request's plugins_off
+
+
+def _apply_plugins_off(request):
+    """In a job's child: the switched-off package's stages hook goes."""
+    global _PLUGIN_STAGES_HOOK, _PLUGINS_OFF
+    off = _PLUGINS_OFF = _plugins_off(request)
+    owner = _stages_hook_owner()
+    if owner and ("*" in off or owner in off):
+        _PLUGIN_STAGES_HOOK = None
+
+
 def _address_space():
     """The address space this process holds now, in bytes: from /proc where
     it may read it, else found by bisection on its own RLIMIT_AS, each step
@@ -1313,12 +1384,65 @@ def _enter_job(log, bounds, background):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _lent_ptxas(request):
+    """The newer ptxas-blackwell (another build's) the daemon sends for an
+    arch this build's own does not know, or ""."""
+    path = request.get("ptxas_blackwell") or ""
+    if path and (not isinstance(path, str) or not os.path.isabs(path) or not os.access(path, os.X_OK)):
+        raise JobError("failed_precondition", f"ptxas_blackwell {path!r} is not an executable file")
+    return path
+
+
 def _run_job(op, request):
     """The job itself, in its child."""
     try:
-        return compile_job(request) if op == "compile" else pipeline_job(request)
+        _apply_plugins_off(request)
+        if _lent_ptxas(request):
+            # As a Triton process pointed at it: Triton reads the variable
+            # when it picks the assembler (and keeps it in the metadata).
+            os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = _lent_ptxas(request)
+        return {"compile": compile_job, "pipeline": pipeline_job, "check_plugins": check_plugins_in_child}[op](request)
     except Exception as e:
         return _failure(e)
+
+
+def probe_targets_job(request):
+    """Which of the targets this build compiles with another build's newer
+    ptxas-blackwell: {"accepted": [...]}."""
+    targets = request.get("targets") or []
+    if not isinstance(targets, list) or not all(isinstance(t, str) and t.startswith("cuda:") for t in targets):
+        raise JobError("invalid_argument", "targets must be a list of cuda:N")
+    path = _lent_ptxas(request)
+    if not path:
+        raise JobError("invalid_argument", "probe_targets needs ptxas_blackwell")
+    describe()
+    os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = path
+    try:
+        return {"ok": True, "accepted": _probe_targets(targets)}
+    finally:
+        del os.environ["TRITON_PTXAS_BLACKWELL_PATH"]
+
+
+def check_plugins_in_child(request):
+    _load_plugins(_plugin_paths(request))
+    return {"ok": True}
+
+
+def check_plugins_job(request):
+    """Whether this build loads the daemon's plugin libraries: those Triton
+    loaded from TRITON_PLUGIN_PATHS at import must be mapped into this
+    process; those it loads itself (extend_with) a child loads, so that a
+    library built for another Triton release kills the child, not this
+    process."""
+    describe()
+    with open("/proc/self/maps") as f:
+        mapped = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+    for path in CONFIGURED_LIBRARIES:
+        if os.path.realpath(path) not in mapped:
+            raise JobError("failed_precondition", f"Triton did not load {path} from TRITON_PLUGIN_PATHS")
+    if _plugin_paths(request):
+        return run_in_child("check_plugins", request)
+    return {"ok": True}
 
 
 def _write_all(fd, data):
@@ -1479,7 +1603,7 @@ def pipeline_in_child(request):
     description = describe()
     target = _target(request, description)
     options = _check_options(target.backend, request.get("options"), description)
-    key = _pipeline_key(target, options, _plugin_paths(request))
+    key = _pipeline_key(target, options, _plugin_paths(request), _plugins_off(request))
     if key not in _pipeline_answers:
         answer = run_in_child("pipeline", request)
         if not answer.get("ok"):
@@ -1548,8 +1672,12 @@ def answer_for(body):
             return compile_in_child(request)
         if op == "pipeline":
             return pipeline_in_child(request)
+        if op == "check_plugins":
+            return check_plugins_job(request)
+        if op == "probe_targets":
+            return probe_targets_job(request)
         return {"ok": False, "code": "invalid_argument",
-                "message": f"unknown op {op!r}: describe, compile or pipeline",
+                "message": f"unknown op {op!r}: describe, compile, pipeline or check_plugins",
                 "log": ""}
     except Exception as e:
         return _failure(e)

@@ -53,16 +53,80 @@ bool uses_tlx(std::string_view module_text) { return module_text.find("tlx.") !=
 
 }  // namespace
 
-std::string TritonBuild::identity() const {
+namespace {
+
+std::string environment_text(const std::map<std::string, std::string>& environment) {
+  std::string out;
+  for (const auto& [name, value] : environment) out += " " + name + "=" + value;
+  return out;
+}
+
+}  // namespace
+
+std::string TritonBuild::core_identity() const {
   std::string out = distribution + " " + version + " libtriton.so:" + libtriton_sha256;
   for (const TritonPtxas& p : ptxas) out += " " + fs::path(p.path).filename().string() + ":" + p.sha256;
-  for (const TritonPluginPackage& plugin : installed_plugins) {
-    out += " plugin " + plugin.distribution + " " + plugin.version;
-    for (const TritonPtxas& library : plugin.libraries)
-      out += " " + fs::path(library.path).filename().string() + ":" + library.sha256;
-    if (!plugin.stages_hook_sha256.empty()) out += " stages-hook:" + plugin.stages_hook_sha256;
-  }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> TritonBuild::plugin_identities() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const TritonPluginPackage& plugin : installed_plugins) {
+    std::string text = plugin.version;
+    for (const TritonPtxas& library : plugin.libraries)
+      text += " " + fs::path(library.path).filename().string() + ":" + library.sha256;
+    if (!plugin.stages_hook_sha256.empty()) text += " stages-hook:" + plugin.stages_hook_sha256;
+    for (const TritonConfiguredPlugin& configured : configured_plugins)
+      if (configured.package == plugin.distribution) text += environment_text(configured.environment);
+    out.emplace_back(plugin.distribution, std::move(text));
+  }
+  for (const TritonConfiguredPlugin& configured : configured_plugins)
+    if (configured.package.empty())
+      out.emplace_back(configured.library, "sha256:" + configured.sha256 + environment_text(configured.environment));
+  return out;
+}
+
+std::string TritonBuild::identity() const {
+  std::string out = core_identity();
+  for (const auto& [name, text] : plugin_identities()) out += " plugin " + name + " " + text;
+  return out;
+}
+
+std::vector<std::string> TritonBuild::plugin_names() const {
+  std::vector<std::string> out;
+  for (const TritonPluginPackage& plugin : installed_plugins) out.push_back(plugin.distribution);
+  for (const TritonConfiguredPlugin& configured : configured_plugins)
+    if (configured.package.empty()) out.push_back(configured.library);
+  return out;
+}
+
+std::vector<std::string> TritonBuild::interpreter_environment() const {
+  json variables = json::object();
+  std::string libraries;
+  for (const TritonConfiguredPlugin& configured : configured_plugins) {
+    for (const auto& [name, value] : configured.environment) variables[name] = value;
+    if (!configured.library.empty() && plugin_loader == "TRITON_PLUGIN_PATHS")
+      libraries += (libraries.empty() ? "" : ":") + configured.library;
+  }
+  std::vector<std::string> out;
+  if (!variables.empty()) out.push_back("KJIT_TRITON_PLUGIN_ENVIRONMENT=" + variables.dump());
+  if (!libraries.empty()) out.push_back("KJIT_TRITON_PLUGIN_LIBRARIES=" + libraries);
+  return out;
+}
+
+std::vector<std::string> TritonBuild::job_plugin_libraries() const {
+  std::vector<std::string> out;
+  if (plugin_loader != "extend_with") return out;
+  for (const TritonConfiguredPlugin& configured : configured_plugins)
+    if (!configured.library.empty()) out.push_back(configured.library);
+  return out;
+}
+
+const TritonPtxas* TritonBuild::borrowed_ptxas_for(const Target& target) const {
+  if (target.is_amd()) return nullptr;
+  return std::find(borrowed_cuda_archs.begin(), borrowed_cuda_archs.end(), target.sm) != borrowed_cuda_archs.end()
+             ? &borrowed_ptxas
+             : nullptr;
 }
 
 bool TritonBuild::builds(const Target& target) const {
@@ -114,6 +178,15 @@ Result<TritonBuild> parse_triton_build(std::string_view description, const std::
       if (library.is_object())
         plugin.libraries.push_back({library.value("path", std::string()), library.value("sha256", std::string()), ""});
     build.installed_plugins.push_back(std::move(plugin));
+  }
+  build.plugin_loader = d.value("plugin_loader", std::string());
+  // Added by the daemon (lend_newer_ptxas), not by the build itself.
+  if (const json lent = d.value("borrowed_ptxas", json()); lent.is_object()) {
+    build.borrowed_ptxas = {lent.value("path", std::string()), lent.value("sha256", std::string()),
+                            lent.value("version", std::string())};
+    build.borrowed_from = lent.value("from_build", std::string());
+    for (const json& sm : lent.value("cuda_archs", json::array()))
+      if (sm.is_number_unsigned()) build.borrowed_cuda_archs.push_back(sm.get<uint32_t>());
   }
   build.tlx = d.value("tlx", false);
   build.tlx_provider = d.value("tlx_provider", std::string(build.tlx ? build.distribution : ""));

@@ -33,6 +33,20 @@ struct TritonPluginPackage {
   std::string stages_hook_sha256;      // the digest of its hook's key text; "" for none
 };
 
+// A plugin the daemon's configuration gives a build ([[triton.plugin]]): a
+// pass plugin library, loaded the way the build's release loads plugins, or
+// settings for a plugin package installed in the build's environment; with
+// the variables it reads, which the build's interpreters get from here alone.
+struct TritonConfiguredPlugin {
+  std::string library;  // absolute path; "" for a package's settings
+  std::string sha256;   // the library's
+  std::string package;  // the installed package it configures ("triton-utlx"); "" for a library
+  std::map<std::string, std::string> environment;
+  // How requests name it (plugins switched off): the package, else the library's path.
+  const std::string& name() const { return package.empty() ? library : package; }
+  bool operator==(const TritonConfiguredPlugin&) const = default;
+};
+
 struct TritonBuild {
   std::string name;          // "triton-3.9.0": distribution and version
   std::string distribution;  // "triton", "fbtriton"
@@ -56,17 +70,46 @@ struct TritonBuild {
   // front end leaves it, `tlx.has_explicit_local_mem_access`), or a plugin
   // package (uTLX, whose front end converts TLX kernels further); "" without.
   std::string tlx_provider;
+  // How it loads pass plugin libraries: "extend_with" (Triton 3.9, at any
+  // time), "TRITON_PLUGIN_PATHS" (Triton 3.8, while libtriton is imported),
+  // "" none.
+  std::string plugin_loader;
+  std::vector<TritonConfiguredPlugin> configured_plugins;
+  // A newer ptxas-blackwell another build bundles, for the CUDA
+  // architectures this build's own does not know but can build with it
+  // (Triton 3.8's 13.3 refuses sm_107a; 3.9's 13.4 takes it): its compiles
+  // for them run with TRITON_PTXAS_BLACKWELL_PATH naming it, as a Triton
+  // process pointed at it does. Those archs are in cuda_archs too.
+  TritonPtxas borrowed_ptxas;
+  std::string borrowed_from;  // the build that bundles it
+  std::vector<uint32_t> borrowed_cuda_archs;
   // The description as the build gave it (JSON): handed to workers so that
   // they know the daemon's builds without asking them again.
   std::string description;
 
-  // What the cache key holds of the build: distribution, version, the
-  // digests of libtriton.so and of each ptxas, and each installed plugin
-  // package's distribution, version, library digests and hook digest.
+  // What the cache key holds of the build: its core (distribution, version,
+  // the digests of libtriton.so and of each ptxas), then one entry per
+  // plugin, by name ("triton-utlx", "/opt/p/libx.so"): an
+  // installed package's version, library digests and hook digest with its
+  // configured variables; a configured library's digest and variables.
+  // identity() is all of them in one line.
+  std::string core_identity() const;
+  std::vector<std::pair<std::string, std::string>> plugin_identities() const;
   std::string identity() const;
+  // Every plugin a request may switch off, by the name it uses: installed
+  // packages' distributions, configured libraries' paths.
+  std::vector<std::string> plugin_names() const;
+  // The variables its interpreters start with for the configured plugins
+  // ("NAME=value": the plugins' own variables, handed to the worker script
+  // as JSON, and the libraries a TRITON_PLUGIN_PATHS build loads at import).
+  std::vector<std::string> interpreter_environment() const;
+  // The configured libraries a job loads itself (an extend_with build's).
+  std::vector<std::string> job_plugin_libraries() const;
   // The backend name Triton's options are described under for a target.
   static std::string_view backend_of(const Target& target) { return target.is_amd() ? "hip" : "cuda"; }
   bool builds(const Target& target) const;
+  // The lent ptxas a compile for this target runs, or nullptr for its own.
+  const TritonPtxas* borrowed_ptxas_for(const Target& target) const;
 };
 
 // Reads a build's description (the worker script's answer to "describe").

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -124,6 +125,24 @@ std::vector<TritonStage> stages_of(const json& list, const char* name_key) {
   return out;
 }
 
+// The plugin libraries a job loads itself: the pipeline's ([triton]
+// plugins, for every build that loads plugins with extend_with) and the
+// build's configured ones, less those switched off.
+std::vector<std::string> job_plugins(const TritonBuild& build, const std::vector<std::string>& pipeline_plugins_given,
+                                     const std::vector<std::string>& off) {
+  const bool all_off = std::find(off.begin(), off.end(), "*") != off.end();
+  const std::vector<std::string> pipeline_plugins =
+      build.plugin_loader == "extend_with" ? pipeline_plugins_given : std::vector<std::string>{};
+  const std::vector<std::string> configured = build.job_plugin_libraries();
+  std::vector<std::string> out;
+  for (const std::vector<std::string>* list : {&pipeline_plugins, &configured})
+    for (const std::string& path : *list)
+      if (!all_off && std::find(off.begin(), off.end(), path) == off.end() &&
+          std::find(out.begin(), out.end(), path) == out.end())
+        out.push_back(path);
+  return out;
+}
+
 // One question to the build's interpreter (started at the first, kept for
 // the next ones): its answer when it says ok, else the error it gave.
 Result<json> ask_interpreter(const TritonBuild& build, json question, const Target& target,
@@ -145,7 +164,7 @@ Result<json> ask_interpreter(const TritonBuild& build, json question, const Targ
   std::unique_ptr<TritonInterpreter>& child = all.by_build[build.name];
   if (!child || !child->alive()) {
     Result<std::unique_ptr<TritonInterpreter>> started =
-        TritonInterpreter::start(build.python, home_directory() + "/" + build.name, warm_up);
+        TritonInterpreter::start(build.python, home_directory() + "/" + build.name, warm_up, build.interpreter_environment());
     if (!started) return started.error();
     child = std::move(started.value());
   }
@@ -198,7 +217,10 @@ Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const Trito
     if (!edits.is_array()) return make_error(ErrorCode::internal, "the pipeline's Triton edits are not a JSON list");
     ask["edits"] = std::move(edits);
   }
-  if (!request.plugins.empty()) ask["plugins"] = request.plugins;
+  if (std::vector<std::string> plugins = job_plugins(build, request.plugins, request.plugins_off); !plugins.empty())
+    ask["plugins"] = std::move(plugins);
+  if (!request.plugins_off.empty()) ask["plugins_off"] = request.plugins_off;
+  if (const TritonPtxas* lent = build.borrowed_ptxas_for(request.target)) ask["ptxas_blackwell"] = lent->path;
 
   Result<json> answer = ask_interpreter(build, std::move(ask), request.target, request.timeout, false);
   if (!answer) return answer.error();
@@ -224,11 +246,14 @@ Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const Trito
 }
 
 Result<TritonPipeline> describe_triton_pipeline(const TritonBuild& build, const Target& target,
-                                                const std::vector<std::string>& plugins, bool warm_up) {
+                                                const std::vector<std::string>& plugins, bool warm_up,
+                                                const std::vector<std::string>& plugins_off) {
   if (!build.builds(target))
     return make_error(ErrorCode::failed_precondition, "Triton build '" + build.name + "' does not build " + target.canonical());
   json ask = {{"op", "pipeline"}, {"target", target_json(target)}, {"options", json::object()}};
-  if (!plugins.empty()) ask["plugins"] = plugins;
+  if (std::vector<std::string> all = job_plugins(build, plugins, plugins_off); !all.empty()) ask["plugins"] = std::move(all);
+  if (!plugins_off.empty()) ask["plugins_off"] = plugins_off;
+  if (const TritonPtxas* lent = build.borrowed_ptxas_for(target)) ask["ptxas_blackwell"] = lent->path;
   Result<json> answer = ask_interpreter(build, std::move(ask), target, std::chrono::minutes(5), warm_up);
   if (!answer) return answer.error();
   TritonPipeline out;

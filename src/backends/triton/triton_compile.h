@@ -27,6 +27,9 @@ struct TritonCompileRequest {
   // plugin libraries the build loads first.
   std::string edits_json;
   std::vector<std::string> plugins;
+  // The build's plugins switched off for this kernel, by name (an installed
+  // package's distribution, a configured library's path; "*" all).
+  std::vector<std::string> plugins_off;
   std::chrono::milliseconds timeout{600'000};
 };
 
@@ -88,6 +91,7 @@ Result<TritonCompileOutput> compile_triton(const TritonBuild& build, const Trito
 // interpreter started for it warms up at idle CPU priority, and its probe
 // compile runs there too.
 Result<TritonPipeline> describe_triton_pipeline(const TritonBuild& build, const Target& target,
-                                                const std::vector<std::string>& plugins, bool warm_up = false);
+                                                const std::vector<std::string>& plugins, bool warm_up = false,
+                                                const std::vector<std::string>& plugins_off = {});
 
 }  // namespace kjit

@@ -57,7 +57,8 @@ int read_exactly(int fd, char* out, size_t size, std::chrono::steady_clock::time
 
 Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::string& python,
                                                                     const std::string& working_dir,
-                                                                    bool warm_at_idle) {
+                                                                    bool warm_at_idle,
+                                                                    const std::vector<std::string>& environment) {
   std::error_code ec;
   std::filesystem::create_directories(working_dir + "/tmp", ec);
   if (ec) return internal("cannot create " + working_dir + " for a Triton interpreter: " + ec.message());
@@ -68,6 +69,7 @@ Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::s
   std::vector<std::string> env{"PATH=/usr/bin:/bin", "HOME=" + working_dir, "TMPDIR=" + working_dir + "/tmp",
                                "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"};
   if (warm_at_idle) env.push_back("KJIT_TRITON_WARM_AT_IDLE=1");
+  env.insert(env.end(), environment.begin(), environment.end());
   std::vector<char*> argv, envp;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

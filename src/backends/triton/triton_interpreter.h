@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kjit/status.h"
 
@@ -29,8 +30,10 @@ class TritonInterpreter {
   // takes none of the caller's CPU or memory limits below their hard ones
   // (a compile worker's are a job's; each job's child sets its own), and
   // with `warm_at_idle` it imports Triton at idle CPU priority.
+  // `environment` adds "NAME=value" entries (a build's configured plugins').
   static Result<std::unique_ptr<TritonInterpreter>> start(const std::string& python, const std::string& working_dir,
-                                                          bool warm_at_idle = false);
+                                                          bool warm_at_idle = false,
+                                                          const std::vector<std::string>& environment = {});
   ~TritonInterpreter();  // closes its stdin, then ends it
   TritonInterpreter(const TritonInterpreter&) = delete;
   TritonInterpreter& operator=(const TritonInterpreter&) = delete;

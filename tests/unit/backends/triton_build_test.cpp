@@ -127,6 +127,28 @@ TEST_F(TritonBuilds, APluginPackageIsPartOfTheBuildsIdentity) {
       << with_plugin.identity();
 }
 
+// A newer ptxas another build lent (the daemon adds it to the description
+// it hands workers): its archs are built with it, the build's own archs
+// with its own.
+TEST_F(TritonBuilds, ALentPtxasIsReadFromTheDescriptionAndServesItsArchsOnly) {
+  const std::string text = R"({"ok": true, "distribution": "triton", "version": "3.8.0", "libtriton_sha256": "aa",
+      "cuda_archs": [90, 100, 107], "plugin_loader": "TRITON_PLUGIN_PATHS",
+      "ptxas": [{"path": "/a/ptxas-blackwell", "sha256": "bb", "version": "13.3"}],
+      "borrowed_ptxas": {"path": "/b/ptxas-blackwell", "sha256": "cc", "version": "13.4",
+                         "from_build": "triton-3.9.0", "cuda_archs": [107]}})";
+  Result<TritonBuild> parsed = parse_triton_build(text, "/env/bin/python");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->plugin_loader, "TRITON_PLUGIN_PATHS");
+  EXPECT_EQ(parsed->borrowed_from, "triton-3.9.0");
+  const TritonPtxas* lent = parsed->borrowed_ptxas_for(parse_target("cuda:107").value());
+  ASSERT_NE(lent, nullptr);
+  EXPECT_EQ(lent->path, "/b/ptxas-blackwell");
+  EXPECT_EQ(lent->version, "13.4");
+  EXPECT_EQ(parsed->borrowed_ptxas_for(parse_target("cuda:100").value()), nullptr);
+  EXPECT_EQ(parsed->borrowed_ptxas_for(parse_target("hip:gfx942").value()), nullptr);
+  EXPECT_TRUE(parsed->builds(parse_target("cuda:107").value()));
+}
+
 TEST_F(TritonBuilds, InstalledPluginsAreReadFromTheDescription) {
   const std::string text = R"({"ok": true, "distribution": "triton", "version": "3.8.0",
       "libtriton_sha256": "aa", "tlx": true, "tlx_provider": "triton-utlx",

@@ -20,9 +20,10 @@ namespace {
 
 // CompileJob's fields on this platform (x86_64, libstdc++): input_kind,
 // input, input_name, target, options, headers, name_expressions, wanted,
-// pipeline, pass_args, allow_ptx_fallback, triton_build, triton_edits. A new
+// pipeline, pass_args, allow_ptx_fallback, triton_build, triton_edits,
+// triton_plugins_off. A new
 // field changes the size.
-static_assert(sizeof(CompileJob) == 368,
+static_assert(sizeof(CompileJob) == 392,
               "CompileJob changed: name the new field in for_each_field (src/core/compile_job.h), give it a key "
               "component in src/pipeline/compile_key.cpp and a line in "
               "EveryFieldThatCanChangeTheArtifactChangesTheKey, then update this size");
@@ -86,6 +87,7 @@ TEST_F(CompileKeyFields, EveryFieldThatCanChangeTheArtifactChangesTheKey) {
       {"wanted", [](CompileJob& j) { j.wanted = ArtifactKind::ptx; }, true},
       {"allow_ptx_fallback", [](CompileJob& j) { j.allow_ptx_fallback = true; }, true},
       {"triton_build", [](CompileJob& j) { j.triton_build = "triton-3.9.0"; }, true},
+      {"triton_plugins_off", [](CompileJob& j) { j.triton_plugins_off = {"triton-utlx"}; }, true},
       // The default pipeline named explicitly is the same pipeline.
       {"pipeline (the default, by name)", [](CompileJob& j) { j.pipeline = "cuda-nvidia"; }, false},
       {"input_kind", [](CompileJob& j) { j.input_kind = InputKind::ptx; j.input = ".version 8.5\n"; }, true},

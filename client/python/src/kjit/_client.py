@@ -145,6 +145,7 @@ class Client(_Base):
                 artifact: Any = None, pass_args: Optional[Mapping[str, str]] = None, *, name: Optional[str] = None,
                 allow_ptx_fallback: bool = False, triton_options: Optional[Mapping[str, Any]] = None,
                 triton_build: Optional[str] = None, triton_edits: Optional[Sequence[Mapping[str, Any]]] = None,
+                triton_plugins_off: Union[str, Sequence[str], None] = None,
                 timeout: Optional[float] = None) -> CompileResult:
         """Compiles source (text, bytes, or a pathlib.Path) for target ("cuda:90"; a
         list of targets asks for a fatbin). kind: "cuda", "ptx", "llvm-ir",
@@ -153,12 +154,14 @@ class Client(_Base):
         triton_build the build to use ("triton-3.9.0"; None: the daemon's default),
         triton_edits edits to its stages after the daemon's own ([{"op":
         "insert-after", "anchor": "ttgir/canonicalize", "pass": "cse"}], as
-        [[edits]] tables say them); the result's triton_metadata is Triton's
-        metadata (a dict)."""
+        [[edits]] tables say them), triton_plugins_off the build's plugins
+        switched off for this kernel ("triton-utlx", a configured library's
+        path; "*" all); the result's triton_metadata is Triton's metadata (a
+        dict)."""
         return self._send(_calls.compile(source, target, kind, headers, options, name_expressions, pipeline, artifact,
                                          pass_args, name=name, allow_ptx_fallback=allow_ptx_fallback,
                                          triton_options=triton_options, triton_build=triton_build,
-                                         triton_edits=triton_edits), timeout)
+                                         triton_edits=triton_edits, triton_plugins_off=triton_plugins_off), timeout)
 
     def describe_pipeline(self, kind: Any = "cuda", target: str = "", pipeline: str = "", *,
                           timeout: Optional[float] = None) -> PipelineDescription:

@@ -224,6 +224,9 @@ class Request:
     triton_options: Optional[Mapping[str, Any]] = None
     triton_build: Optional[str] = None
     triton_edits: Optional[Sequence[Mapping[str, Any]]] = None
+    # Triton IR only: the build's plugins switched off for this kernel, as
+    # `kjit toolkits` names them ("triton-utlx"; "*" for all).
+    triton_plugins_off: Union[str, Sequence[str], None] = None
 
     def to_proto(self) -> compiler_pb2.CompileRequest:
         source, name, kind = self.source, self.name, self.kind
@@ -269,6 +272,7 @@ class Request:
             request.triton_build = self.triton_build
         for edit in triton_edits(self.triton_edits):
             request.triton_edits.add(**edit)
+        request.triton_plugins_off.extend(_strings(self.triton_plugins_off, "triton_plugins_off"))
         return request
 
 

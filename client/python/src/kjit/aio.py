@@ -88,12 +88,13 @@ class Client(_Base):
                       name: Optional[str] = None, allow_ptx_fallback: bool = False,
                       triton_options: Optional[Mapping[str, Any]] = None, triton_build: Optional[str] = None,
                       triton_edits: Optional[Sequence[Mapping[str, Any]]] = None,
+                      triton_plugins_off: Union[str, Sequence[str], None] = None,
                       timeout: Optional[float] = None) -> CompileResult:
         """See kjit.Client.compile."""
         return await self._send(_calls.compile(source, target, kind, headers, options, name_expressions, pipeline,
                                                artifact, pass_args, name=name, allow_ptx_fallback=allow_ptx_fallback,
                                                triton_options=triton_options, triton_build=triton_build,
-                                               triton_edits=triton_edits),
+                                               triton_edits=triton_edits, triton_plugins_off=triton_plugins_off),
                                 timeout)
 
     async def describe_pipeline(self, kind: Any = "cuda", target: str = "", pipeline: str = "", *,

@@ -197,6 +197,46 @@ TEST(DaemonConfig, TritonPrestartBuildsAreNamesOrStar) {
   }
 }
 
+// [[triton.plugin]]: a plugin names the builds it is for; a library or a
+// package, never both; its variables are its own, never kjit's.
+TEST(DaemonConfig, TritonPluginsNameTheirBuilds) {
+  DaemonConfig config;
+  ASSERT_TRUE(load_config_text(R"([[triton.plugin]]
+builds = ["triton-3.9.0"]
+library = "/opt/passes/libmy_passes.so"
+environment = { MY_PASS_LEVEL = "2" }
+
+[[triton.plugin]]
+builds = ["triton-3.8.0"]
+package = "triton-utlx"
+environment = { UTLX_NO_LAYOUT_PROPAGATION = "1" }
+)", "t", config));
+  ASSERT_EQ(config.triton_plugin_settings.size(), 2u);
+  EXPECT_EQ(config.triton_plugin_settings[0],
+            (TritonPluginSetting{{"triton-3.9.0"}, "/opt/passes/libmy_passes.so", "", {{"MY_PASS_LEVEL", "2"}}}));
+  EXPECT_EQ(config.triton_plugin_settings[1],
+            (TritonPluginSetting{{"triton-3.8.0"}, "", "triton-utlx", {{"UTLX_NO_LAYOUT_PROPAGATION", "1"}}}));
+  const std::pair<const char*, const char*> bad[] = {
+      {"[[triton.plugin]]\nlibrary = \"/l.so\"\n", "names no builds"},
+      {"[[triton.plugin]]\nbuilds = []\nlibrary = \"/l.so\"\n", "names no builds"},
+      {"[[triton.plugin]]\nbuilds = [\"\"]\nlibrary = \"/l.so\"\n", "a build's name is empty"},
+      {"[[triton.plugin]]\nbuilds = [\"b\"]\n", "takes one of library"},
+      {"[[triton.plugin]]\nbuilds = [\"b\"]\nlibrary = \"/l.so\"\npackage = \"p\"\n", "takes one of library"},
+      {"[[triton.plugin]]\nbuilds = [\"b\"]\nlibrary = \"l.so\"\n", "is not an absolute path"},
+      {"[[triton.plugin]]\nbuilds = [\"b\"]\npackage = \"p\"\nenvironment = { TRITON_PLUGIN_PATHS = \"/x\" }\n",
+       "'TRITON_PLUGIN_PATHS' is kjit's to set"},
+      {"[[triton.plugin]]\nbuilds = [\"b\"]\npackage = \"p\"\nenvironment = { A = 1 }\n", "environment.A must be a string"},
+      {"[[triton.plugin]]\nbuilds = [\"b\"]\npackage = \"p\"\nversion = \"1\"\n", "unknown key [[triton.plugin]] 1 version"},
+      {"[triton]\nplugin = \"/l.so\"\n", "array of [[triton.plugin]] tables"},
+  };
+  for (const auto& [text, message] : bad) {
+    DaemonConfig c;
+    Status s = load_config_text(text, "t", c);
+    ASSERT_FALSE(s) << text;
+    EXPECT_NE(s.error().message.find(message), std::string::npos) << s.error().message;
+  }
+}
+
 TEST(ReapiHeaders, NameValueBecomeLowercaseMetadata) {
   EXPECT_EQ(parse_reapi_header("X-Team: ml-infra"), std::make_pair(std::string("x-team"), std::string("ml-infra")));
   EXPECT_EQ(parse_reapi_header("x-empty:"), std::make_pair(std::string("x-empty"), std::string()));
