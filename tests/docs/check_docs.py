@@ -68,8 +68,12 @@ class Known:
             m = SECTION_KEY.match(cell)
             if m:
                 self.keys.add(f"{m[1]}.{m[2]}")
-        # Arrays of tables name their fields: "[[toolkits]] from, to, cuda_home".
-        self.tables = set(re.findall(r"`\[\[([a-z_]+)\]\]", config))
+            # Arrays of tables name their fields: "[[toolkits]] from, to,
+            # cuda_home", "[[triton.plugin]] builds, library, ...".
+            table = re.match(r"^\[\[([a-z_.]+)\]\] (.+)$", cell)
+            if table:
+                self.keys.update(f"{table[1]}.{field.strip()}" for field in table[2].split(","))
+        self.tables = set(re.findall(r"`\[\[([a-z_.]+)\]\]", config))
         metrics = (docs / "metrics-reference.md").read_text()
         self.metrics: dict[str, tuple[str, set[str]]] = {}
         for name, kind, labels in re.findall(r"^\| `(kjit_[a-z0-9_]+)` \| (\w+) \| ([^|]*) \|", metrics, re.M):

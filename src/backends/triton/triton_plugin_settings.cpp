@@ -10,9 +10,9 @@
 namespace kjit {
 namespace {
 
-Error refused(const std::string& message) { return make_error(ErrorCode::failed_precondition, message); }
+Error plugin_refusal(const std::string& message) { return make_error(ErrorCode::failed_precondition, message); }
 
-std::string sha256_of(const std::string& bytes) {
+std::string library_sha256(const std::string& bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr);
@@ -25,7 +25,7 @@ std::string sha256_of(const std::string& bytes) {
   return out;
 }
 
-std::string build_names(const std::vector<TritonBuild>& builds) {
+std::string plugin_build_names(const std::vector<TritonBuild>& builds) {
   std::string out;
   for (const TritonBuild& build : builds) out += (out.empty() ? "" : ", ") + build.name;
   return out.empty() ? "none" : out;
@@ -58,21 +58,21 @@ Status configure_triton_plugins(std::vector<TritonBuild>& builds, const std::vec
     TritonConfiguredPlugin plugin{setting.library, "", setting.package, setting.environment};
     if (!setting.library.empty()) {
       std::ifstream file(setting.library, std::ios::binary);
-      if (!file) return refused(setting.describe(i) + ": cannot read " + setting.library);
-      plugin.sha256 = sha256_of(std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
+      if (!file) return plugin_refusal(setting.describe(i) + ": cannot read " + setting.library);
+      plugin.sha256 = library_sha256(std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
     }
     for (const std::string& name : setting.builds) {
       auto build = std::find_if(builds.begin(), builds.end(), [&](const TritonBuild& b) { return b.name == name; });
       if (build == builds.end())
-        return refused(setting.describe(i) + " is for Triton build '" + name + "', which is not here (builds: " +
-                       build_names(builds) + ")");
+        return plugin_refusal(setting.describe(i) + " is for Triton build '" + name + "', which is not here (builds: " +
+                       plugin_build_names(builds) + ")");
       if (!setting.package.empty() &&
           std::none_of(build->installed_plugins.begin(), build->installed_plugins.end(),
                        [&](const TritonPluginPackage& p) { return p.distribution == setting.package; }))
-        return refused(setting.describe(i) + ": Triton build '" + name + "' has no plugin package " + setting.package +
+        return plugin_refusal(setting.describe(i) + ": Triton build '" + name + "' has no plugin package " + setting.package +
                        " installed");
       if (!setting.library.empty() && build->plugin_loader.empty())
-        return refused(setting.describe(i) + ": Triton build '" + name +
+        return plugin_refusal(setting.describe(i) + ": Triton build '" + name +
                        "' loads no pass plugin libraries (neither passes.plugin.extend_with nor TRITON_PLUGIN_PATHS)");
       build->configured_plugins.push_back(plugin);
     }

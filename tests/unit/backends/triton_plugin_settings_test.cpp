@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TritonBuild build(const std::string& name, const std::string& loader, bool with_utlx = false) {
+TritonBuild described_build(const std::string& name, const std::string& loader, bool with_utlx = false) {
   TritonBuild b;
   b.name = name;
   b.distribution = "triton";
@@ -33,8 +33,8 @@ class TritonPluginSettings : public ::testing::Test {
     fs::create_directories(dir_);
     library_ = (dir_ / "libpasses.so").string();
     std::ofstream(library_) << "not really a library";
-    builds_ = {build("triton-3.9.0", "extend_with"), build("triton-3.8.0", "TRITON_PLUGIN_PATHS", true),
-               build("fbtriton-3.7.4", "")};
+    builds_ = {described_build("triton-3.9.0", "extend_with"), described_build("triton-3.8.0", "TRITON_PLUGIN_PATHS", true),
+               described_build("fbtriton-3.7.4", "")};
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
@@ -72,7 +72,7 @@ TEST_F(TritonPluginSettings, APackagesVariablesEnterItsKeyComponentAndItsInterpr
   EXPECT_EQ(components[0].first, "triton-utlx");
   EXPECT_EQ(components[0].second, components_before[0].second + " UTLX_NO_LAYOUT_PROPAGATION=1");
   EXPECT_NE(builds_[1].identity(), before);
-  EXPECT_EQ(builds_[1].core_identity(), build("triton-3.8.0", "TRITON_PLUGIN_PATHS").core_identity())
+  EXPECT_EQ(builds_[1].core_identity(), described_build("triton-3.8.0", "TRITON_PLUGIN_PATHS").core_identity())
       << "a plugin's settings change its own component, not the build's core";
   EXPECT_EQ(builds_[1].interpreter_environment(),
             std::vector<std::string>{R"(KJIT_TRITON_PLUGIN_ENVIRONMENT={"UTLX_NO_LAYOUT_PROPAGATION":"1"})"});

@@ -43,7 +43,7 @@ def _nothing(response) -> None:
 # Compiler --------------------------------------------------------------------
 
 def compile(source, target, kind, headers, options, name_expressions, pipeline, artifact, pass_args, *,  # noqa: A001
-            name, allow_ptx_fallback, triton_options, triton_build, triton_edits, triton_plugins_off=None) -> Call:
+            name, allow_ptx_fallback, triton_options, triton_build, triton_edits, triton_plugins_off) -> Call:
     request = Request(source, target, kind, headers, options, name_expressions, pipeline, artifact, pass_args,
                       name, allow_ptx_fallback, triton_options, triton_build, triton_edits,
                       triton_plugins_off).to_proto()
