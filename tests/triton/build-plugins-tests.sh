@@ -40,34 +40,9 @@ utlx_library=$("$utlx" -I -c 'import os, utlx_plugin; print(os.path.join(os.path
 [[ -f $test_plugin && -f $utlx_library ]] || { echo "FAIL: missing $test_plugin or $utlx_library"; exit 1; }
 
 work=$(mktemp -d /tmp/kjit-build-plugins-test.XXXXXX)
-daemon=
-stop_daemon() {
-  if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
-  daemon=
-}
+# shellcheck source=kjitd_script_helpers.sh
+source "$here/kjitd_script_helpers.sh"
 trap 'stop_daemon; rm -rf "$work"' EXIT
-kjit() { "$build/bin/kjit" -s "$work/kjitd.sock" "$@"; }
-
-# start_daemon CONFIG: kjitd on one cache directory, ready within 180 s (it
-# discovers and checks the builds before serving).
-start_daemon() {
-  stop_daemon
-  "$build/bin/kjitd" --socket "$work/kjitd.sock" --cache-dir "$work/cache" --compile-workers 1 --log-level warn \
-    --config "$1" >"$work/kjitd.log" 2>&1 &
-  daemon=$!
-  for _ in $(seq 1800); do
-    kjit health >/dev/null 2>&1 && return 0
-    kill -0 "$daemon" 2>/dev/null || { cat "$work/kjitd.log"; exit 1; }
-    sleep 0.1
-  done
-  echo "FAIL: kjitd did not serve within 180 s"; cat "$work/kjitd.log"; exit 1
-}
-
-passed=0
-failures=0
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 component() { json "$1" "next((c['value'] for c in d['key_components'] if c['name'] == '$2'), '')"; }
 
 # --check-config CONFIG: its exit status and output in $work/check.out.
@@ -124,13 +99,13 @@ fi
 plain=$here/data/softmax.ttir
 tlx_kernel=$here/data/utlx/utlx_async_load_matmul.sm_90.ttir
 : >"$work/plain.toml"
-start_daemon "$work/plain.toml"
+start_daemon "$work/plain.toml" 180
 kjit compile "$plain" -t cuda:90 -o "$work/plain-39.cubin" --json >"$work/plain-39.json"
 kjit compile "$tlx_kernel" -t cuda:90 --triton triton-3.8.0 --triton-option num_warps=4 -o "$work/tlx.cubin" \
   --json >"$work/tlx.json"
 
 # 3. With them.
-start_daemon "$work/plugins.toml"
+start_daemon "$work/plugins.toml" 180
 kjit toolkits --json >"$work/toolkits.json"
 listed=$(json "$work/toolkits.json" '{b["name"]: [p.get("library") or p.get("distribution") for p in b.get("plugins", []) if p.get("configured") or p.get("environment")] for b in d["triton"] if "name" in b}')
 if [[ $listed == "{'triton-3.9.0': ['$test_plugin'], 'fbtriton-3.7.4': [], 'triton-3.8.0': ['triton-utlx']}" ]] &&
@@ -235,7 +210,7 @@ local_toolkit_prefix = ""
 [triton]
 builds = ["$(dirname "$(dirname "$utlx")")"]
 TOML
-start_daemon "$work/only-38.toml"
+start_daemon "$work/only-38.toml" 180
 if ! kjit compile "$plain" -t cuda:107 --triton triton-3.8.0 -o "$work/x.cubin" >"$work/no-lender.out" 2>&1 &&
     grep -q "failed precondition" "$work/no-lender.out" && grep -q "ptxas-blackwell 13.3 does not know it" "$work/no-lender.out"; then
   ok "with no newer ptxas here, cuda:107 on triton-3.8.0 is FAILED_PRECONDITION naming its ptxas-blackwell 13.3"

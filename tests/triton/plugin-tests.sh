@@ -24,33 +24,9 @@ plugin=$("$upstream" -I -c 'import os, triton; print(os.path.join(os.path.dirnam
 [[ -f $plugin ]] || { echo "FAIL: the Triton 3.9.0 build has no $plugin"; exit 1; }
 
 work=$(mktemp -d /tmp/kjit-triton-plugin-test.XXXXXX)
-daemon=
-stop_daemon() {
-  if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
-  daemon=
-}
+# shellcheck source=kjitd_script_helpers.sh
+source "$here/kjitd_script_helpers.sh"
 trap 'stop_daemon; rm -rf "$work"' EXIT
-kjit() { "$build/bin/kjit" -s "$work/kjitd.sock" "$@"; }
-
-# start_daemon CONFIG: kjitd on one cache directory, ready within 60 s.
-start_daemon() {
-  stop_daemon
-  "$build/bin/kjitd" --socket "$work/kjitd.sock" --cache-dir "$work/cache" --compile-workers 1 --log-level warn \
-    --config "$1" >"$work/kjitd.log" 2>&1 &
-  daemon=$!
-  for _ in $(seq 600); do
-    kjit health >/dev/null 2>&1 && return 0
-    kill -0 "$daemon" 2>/dev/null || { cat "$work/kjitd.log"; exit 1; }
-    sleep 0.1
-  done
-  echo "FAIL: kjitd did not serve within 60 s"; cat "$work/kjitd.log"; exit 1
-}
-
-passed=0
-failures=0
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 # stage_passes TOML STAGE [N]: the (first N) passes of that stage, one per
 # line. Readers take the whole output (grep without -q, no head): under
 # pipefail a reader that stops early would fail the pipeline.

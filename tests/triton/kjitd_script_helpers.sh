@@ -1,0 +1,34 @@
+# Sourced by the Triton test scripts that drive kjitd (plugin-tests.sh,
+# build-plugins-tests.sh): a daemon on $work's socket and cache, started
+# from a configuration file and stopped again, the kjit CLI on it, and the
+# ok/fail tally. Needs $build (the build directory) and $work (a scratch
+# directory the script removes).
+daemon=
+stop_daemon() {
+  if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
+  daemon=
+}
+kjit() { "$build/bin/kjit" -s "$work/kjitd.sock" "$@"; }
+
+# start_daemon CONFIG [SECONDS]: kjitd on one cache directory with one
+# compile worker, serving within SECONDS (default 60; a daemon with
+# [[triton.plugin]] discovers and checks its builds before it serves).
+start_daemon() {
+  local seconds=${2:-60}
+  stop_daemon
+  "$build/bin/kjitd" --socket "$work/kjitd.sock" --cache-dir "$work/cache" --compile-workers 1 --log-level warn \
+    --config "$1" >"$work/kjitd.log" 2>&1 &
+  daemon=$!
+  for _ in $(seq $((seconds * 10))); do
+    kjit health >/dev/null 2>&1 && return 0
+    kill -0 "$daemon" 2>/dev/null || { cat "$work/kjitd.log"; exit 1; }
+    sleep 0.1
+  done
+  echo "FAIL: kjitd did not serve within $seconds s"; cat "$work/kjitd.log"; exit 1
+}
+
+passed=0
+failures=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
