@@ -145,3 +145,17 @@ def test_a_plugin_switched_off_for_one_kernel_is_in_its_key_and_unknown_names_ar
         client.compile("__global__ void k() {}", target="cuda:90", kind="cuda", triton_plugins_off=["*"])
     assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert "Triton input only" in str(error.value)
+
+
+def test_a_builds_plugins_and_lent_ptxas_are_listed(client):
+    """kjit.Client.triton_builds carries the plugin packages installed in a
+    build, how it loads plugins, and the newer ptxas another build lends it."""
+    builds = {b.name: b for b in client.triton_builds() if b.name}
+    if not {"triton-3.8.0", "triton-3.9.0"} <= set(builds):
+        pytest.skip("no triton-3.8.0 and triton-3.9.0 builds (scripts/install-deps.sh installs them)")
+    utlx = builds["triton-3.8.0"]
+    assert [(p.distribution, len(p.libraries[0].sha256)) for p in utlx.installed_plugins] == [("triton-utlx", 64)]
+    assert utlx.tlx_provider == "triton-utlx" and utlx.plugin_loader == "TRITON_PLUGIN_PATHS"
+    assert builds["triton-3.9.0"].plugin_loader == "extend_with"
+    assert utlx.borrowed_ptxas.from_build == "triton-3.9.0" and 107 in utlx.borrowed_ptxas.cuda_archs
+    assert 107 in utlx.cuda_archs and len(utlx.borrowed_ptxas.sha256) == 64

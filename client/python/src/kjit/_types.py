@@ -195,6 +195,37 @@ class PipelineDescription:
 
 
 @dataclass
+class TritonPluginLibrary:
+    path: str = ""
+    sha256: str = ""
+    _proto: ClassVar[str] = "kjit.v1.TritonPluginLibrary"
+
+
+@dataclass
+class TritonPlugin:
+    """A plugin package installed in a build's environment (uTLX), or a
+    library the daemon's configuration gives the build (no distribution)."""
+    distribution: str = ""  # "triton-utlx"
+    version: str = ""
+    libraries: List[TritonPluginLibrary] = _messages(TritonPluginLibrary)
+    stages_hook_sha256: str = ""
+    environment: Dict[str, str] = _map()  # the variables the configuration gives it
+    _proto: ClassVar[str] = "kjit.v1.TritonPlugin"
+
+
+@dataclass
+class TritonBorrowedPtxas:
+    """Another build's newer ptxas-blackwell, which a build's compiles for
+    cuda_archs run (its own does not know them)."""
+    path: str = ""
+    version: str = ""
+    sha256: str = ""
+    from_build: str = ""
+    cuda_archs: List[int] = _strings()
+    _proto: ClassVar[str] = "kjit.v1.TritonBorrowedPtxas"
+
+
+@dataclass
 class TritonBuild:
     """A Triton build the daemon found (kjit.Client.triton_builds)."""
     name: str = ""          # "triton-3.9.0": distribution and version
@@ -214,6 +245,11 @@ class TritonBuild:
     # "cuda", "hip" -> the SHA-256 of what the daemon changes in Triton's stages
     # (its edits and plugins); absent when nothing.
     stages_digest: Dict[str, str] = _map()
+    installed_plugins: List[TritonPlugin] = _messages(TritonPlugin)
+    tlx_provider: str = ""  # who brings its TLX: its own distribution, or a plugin package's
+    plugin_loader: str = ""  # "extend_with", "TRITON_PLUGIN_PATHS", or "" (loads none)
+    configured_plugins: List[TritonPlugin] = _messages(TritonPlugin)
+    borrowed_ptxas: TritonBorrowedPtxas = _message(TritonBorrowedPtxas)
     _proto: ClassVar[str] = "kjit.v1.TritonBuild"
 
 
@@ -715,4 +751,5 @@ RESULT_TYPES = (
     CacheListing, GcResult,
     VerifyResult, KeyDifference, ExplainResult, ConfinementStatus, CompileBoundsStatus, CompileWorkersStatus,
     ConfigSetting, FleetStatus, DaemonStatus, RecipeSummary, Seal, ExportResult, BundleSkip, ImportResult,
+    TritonPluginLibrary, TritonPlugin, TritonBorrowedPtxas, TritonBuild,
 )
