@@ -1397,10 +1397,11 @@ def _run_job(op, request):
     """The job itself, in its child."""
     try:
         _apply_plugins_off(request)
-        if _lent_ptxas(request):
+        lent = _lent_ptxas(request)
+        if lent:
             # As a Triton process pointed at it: Triton reads the variable
             # when it picks the assembler (and keeps it in the metadata).
-            os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = _lent_ptxas(request)
+            os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = lent
         return {"compile": compile_job, "pipeline": pipeline_job, "check_plugins": check_plugins_in_child}[op](request)
     except Exception as e:
         return _failure(e)

@@ -175,6 +175,7 @@ Status check_triton_plugins_load(const TritonBuild& build, const std::string& sc
   if (!child) return child.error();
   nlohmann::json ask = {{"op", "check_plugins"}, {"plugins", build.job_plugin_libraries()}};
   Result<std::string> answer = (*child)->ask(ask.dump(), k_probe_timeout);
+  (*child).reset();  // ended before its working directory goes
   std::error_code ec;
   std::filesystem::remove_all(scratch_dir, ec);
   if (!answer)
