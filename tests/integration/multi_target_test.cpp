@@ -33,7 +33,10 @@ uint32_t leading_word(const std::string& bytes) {
 class MultiTargetTest : public ToolkitDaemonTest {
  protected:
   static void SetUpTestSuite() {
-    start_daemon();
+    // The CUDA toolkits alone: listing them would wait for the Triton builds.
+    DaemonOptions options;
+    options.triton_builds = false;
+    start_daemon(std::move(options));
     if (Result<ToolkitListing> listing = client().toolkits()) listing_ = *listing;
   }
 

@@ -44,6 +44,17 @@ DaemonProcess::DaemonProcess(DaemonOptions options) {
   if (std::find(options.args.begin(), options.args.end(), "--log-level") == options.args.end())
     argv.insert(argv.end(), {"--log-level", "warn"});
   if (!options.triton_prestart) argv.push_back("--no-triton-prestart");
+  if (!options.triton_builds && !std::string(KJIT_TEST_LOCAL_TOOLKIT_PREFIX).empty()) {
+    const std::string wheels = dir_ + "/cuda-wheels";
+    std::error_code ec;
+    std::filesystem::create_directory_symlink(KJIT_TEST_LOCAL_TOOLKIT_PREFIX, wheels, ec);
+    if (ec) {
+      status_ = make_error(ErrorCode::internal, "cannot link " + wheels + ": " + ec.message());
+      return;
+    }
+    // Top-level keys come before the config's first table.
+    options.config = "local_toolkit_prefix = \"" + wheels + "\"\n" + options.config;
+  }
   if (!options.config.empty()) {
     write_file(config_path(), options.config);
     argv.insert(argv.end(), {"--config", config_path()});

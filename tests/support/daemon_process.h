@@ -38,6 +38,13 @@ struct DaemonOptions {
   // and starting a Triton worker costs seconds of CPU, which the suite's
   // hundreds of daemons would pay for no Triton request.
   bool triton_prestart = false;
+  // False: the daemon finds no Triton build. kjitd looks for them beside
+  // the CUDA wheels (.deps/triton-builds next to .deps/cuda-wheels); here it
+  // reaches the wheels through a link in its own directory, beside which
+  // there is none. For suites that list toolkits, which waits until the
+  // Triton builds are found: seconds of CPU per daemon, for no Triton
+  // request. Not with a config that sets local_toolkit_prefix itself.
+  bool triton_builds = true;
 };
 
 class DaemonProcess {
