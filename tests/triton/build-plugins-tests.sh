@@ -58,6 +58,7 @@ cat >"$work/wrong-release.toml" <<TOML
 builds = ["triton-3.9.0"]
 library = "$utlx_library"
 TOML
+only_triton_builds "$work/wrong-release.toml" "$upstream"
 if ! check_config "$work/wrong-release.toml" && grep -q "triton-3.9.0" "$work/check.out" &&
     grep -q "libutlx.so" "$work/check.out"; then
   ok "--check-config refuses uTLX's 3.8 library named for triton-3.9.0, naming both"
@@ -88,7 +89,11 @@ builds = ["triton-3.8.0"]
 package = "triton-utlx"
 environment = { UTLX_NO_LAYOUT_PROPAGATION = "1" }
 TOML
-if check_config "$work/plugins.toml" && grep -q "triton plugin $test_plugin for triton-3.9.0: loads" "$work/check.out" &&
+# --check-config needs the two builds the plugins name; the daemon below
+# knows fbtriton too, to show that it gets neither.
+cp "$work/plugins.toml" "$work/plugins-check.toml"
+only_triton_builds "$work/plugins-check.toml" "$upstream" "$utlx"
+if check_config "$work/plugins-check.toml" && grep -q "triton plugin $test_plugin for triton-3.9.0: loads" "$work/check.out" &&
     grep -q "triton plugin triton-utlx for triton-3.8.0: loads" "$work/check.out"; then
   ok "--check-config loads each plugin in the build it names"
 else
@@ -99,6 +104,7 @@ fi
 plain=$here/data/softmax.ttir
 tlx_kernel=$here/data/utlx/utlx_async_load_matmul.sm_90.ttir
 : >"$work/plain.toml"
+only_triton_builds "$work/plain.toml" "$upstream" "$utlx"
 start_daemon "$work/plain.toml" 180
 kjit compile "$plain" -t cuda:90 -o "$work/plain-39.cubin" --json >"$work/plain-39.json"
 kjit compile "$tlx_kernel" -t cuda:90 --triton triton-3.8.0 --triton-option num_warps=4 -o "$work/tlx.cubin" \

@@ -27,14 +27,14 @@ if [[ ! -x "$upstream" || ! -x "$fb" || ! -x "$utlx" ]]; then
 fi
 
 work=$(mktemp -d /tmp/kjit-triton-test.XXXXXX)
-daemon=
+# shellcheck source=kjitd_script_helpers.sh
+source "$here/kjitd_script_helpers.sh"
 other=
 cleanup() {
   for pid in $daemon $other; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   [[ -n "${KJIT_KEEP_WORK:-}" ]] || rm -rf "$work"
 }
 trap cleanup EXIT
-kjit() { "$build/bin/kjit" -s "$work/kjitd.sock" "$@"; }
 
 "$build/bin/kjitd" --socket "$work/kjitd.sock" --cache-dir "$work/cache" --compile-workers 2 --log-level warn \
   >"$work/kjitd.log" 2>&1 &
@@ -45,13 +45,6 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 kjit health >/dev/null || { echo "FAIL: kjitd did not serve within 60 s"; cat "$work/kjitd.log"; exit 1; }
-
-passed=0
-failures=0
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# json FILE EXPR: a Python expression over the JSON in FILE (as `d`).
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # A Triton worker is started with the daemon (triton.prestart), before any
 # Triton request: the builds found in the background, the default one warm.
@@ -246,9 +239,13 @@ fi
 
 # A bundle carries Triton kernels to another node: exported here, imported
 # into a second kjitd with an empty cache, the same request is a hit there.
+# The other daemons below serve triton-3.9.0's kernels alone: they know that
+# build only, and start no Triton worker ahead.
+: >"$work/upstream-only.toml"
+only_triton_builds "$work/upstream-only.toml" "$upstream"
 kjit cache export -o "$work/triton.bundle" --json >"$work/export.json"
 "$build/bin/kjitd" --socket "$work/other.sock" --cache-dir "$work/other-cache" --compile-workers 1 --log-level warn \
-  >"$work/other.log" 2>&1 &
+  --config "$work/upstream-only.toml" --no-triton-prestart >"$work/other.log" 2>&1 &
 other=$!
 for _ in $(seq 600); do "$build/bin/kjit" -s "$work/other.sock" health >/dev/null 2>&1 && break; sleep 0.1; done
 if "$build/bin/kjit" -s "$work/other.sock" cache import "$work/triton.bundle" >/dev/null &&
@@ -274,7 +271,8 @@ name = "beta"
 token_sha256 = "$(printf %s beta-token | sha256sum | cut -d' ' -f1)"
 TOML
 "$build/bin/kjitd" --socket "$work/tenants.sock" --cache-dir "$work/tenants-cache" --tenants "$work/tenants.toml" \
-  --socket-requires-token --compile-workers 1 --log-level warn >"$work/tenants.log" 2>&1 &
+  --socket-requires-token --compile-workers 1 --log-level warn --config "$work/upstream-only.toml" \
+  --no-triton-prestart >"$work/tenants.log" 2>&1 &
 other=$!
 for _ in $(seq 600); do "$build/bin/kjit" -s "$work/tenants.sock" health >/dev/null 2>&1 && break; sleep 0.1; done
 as() { local who=$1; shift; "$build/bin/kjit" -s "$work/tenants.sock" --token-file "$work/$who.token" "$@"; }

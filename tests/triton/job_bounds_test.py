@@ -17,6 +17,7 @@ Skips (77) without the triton-3.9.0 build, except under CI. Prints
 """
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -121,9 +122,19 @@ def main():
     tmp = os.path.join(work, "tmp")
     os.makedirs(tmp)
     log = open(os.path.join(work, "kjitd.log"), "w+")
+    # triton-3.9.0 alone: kjitd also looks for builds beside the CUDA wheels
+    # (.deps/triton-builds next to .deps/cuda-wheels), which it reaches here
+    # through a link beside which there are none. Each build found costs the
+    # daemon seconds of CPU (a describe, a probe compile per target).
+    wheels = os.path.join(work, "cuda-wheels")
+    os.symlink(os.path.join(REPO, ".deps", "cuda-wheels"), wheels)
+    config = os.path.join(work, "kjitd.toml")
+    with open(config, "w") as f:
+        f.write(f'local_toolkit_prefix = "{wheels}"\n[triton]\nbuilds = ["{os.path.dirname(os.path.dirname(python))}"]\n')
     daemon = subprocess.Popen([os.path.join(build, "bin", "kjitd"), "--socket", sock, "--cache-dir",
                                os.path.join(work, "cache"), "--compile-workers", "2", "--compile-cpu-seconds",
-                               str(CPU_BOUND_S), "--metrics-port", str(port), "--log-level", "warn"],
+                               str(CPU_BOUND_S), "--metrics-port", str(port), "--log-level", "warn",
+                               "--config", config],
                               stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, TMPDIR=tmp))
     results = Results()
 
@@ -140,14 +151,17 @@ def main():
         return kjit(*argv)
 
     try:
-        # The prestarted Triton worker: its interpreter is up once it is ready.
+        # The prestarted Triton worker: its interpreter is up once it is ready,
+        # and warm once every running worker is ready (none still warming up,
+        # whose first jobs would pay for what the warm-up does).
         interpreter = None
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and interpreter is None:
             if daemon.poll() is not None:
                 break
             health = kjit("health", "--verbose").stdout
-            if "triton" in health and metric(port, "kjit_workers_live") is not None:
+            if (re.search(r"by class:.*[0-9] triton", health) and re.search(r"(\d+) running \(\1 ready", health)
+                    and metric(port, "kjit_workers_live") is not None):
                 found = [p for p in descendants(daemon.pid) if "kjit's Triton worker" in cmdline(p)]
                 interpreter = found[0] if found else None
             if interpreter is None:

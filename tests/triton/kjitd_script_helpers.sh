@@ -1,8 +1,9 @@
 # Sourced by the Triton test scripts that drive kjitd (plugin-tests.sh,
 # build-plugins-tests.sh): a daemon on $work's socket and cache, started
-# from a configuration file and stopped again, the kjit CLI on it, and the
-# ok/fail tally. Needs $build (the build directory) and $work (a scratch
-# directory the script removes).
+# from a configuration file and stopped again, the kjit CLI on it, a
+# configuration that knows one Triton build, and the ok/fail tally. Needs
+# $repo, $build (the build directory) and $work (a scratch directory the
+# script removes).
 daemon=
 stop_daemon() {
   if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
@@ -25,6 +26,29 @@ start_daemon() {
     sleep 0.1
   done
   echo "FAIL: kjitd did not serve within $seconds s"; cat "$work/kjitd.log"; exit 1
+}
+
+# only_triton_builds CONFIG PYTHON...: rewrites CONFIG (TOML) so that the
+# daemon knows these Triton builds alone (their interpreters), in [triton]
+# builds. kjitd also looks for builds beside the CUDA wheels
+# (.deps/triton-builds next to .deps/cuda-wheels): here it reaches the
+# wheels through a link in $work, beside which there are none. Each build a
+# daemon finds costs it seconds of CPU when it first needs them (a describe,
+# a probe compile per target).
+only_triton_builds() {
+  local config=$1 list="" python
+  shift
+  for python in "$@"; do list+="${list:+, }\"$(dirname "$(dirname "$python")")\""; done
+  ln -sfn "$repo/.deps/cuda-wheels" "$work/cuda-wheels"
+  {
+    echo "local_toolkit_prefix = \"$work/cuda-wheels\""
+    if grep -q '^\[triton\]$' "$config"; then
+      sed "s|^\[triton\]\$|[triton]\nbuilds = [$list]|" "$config"
+    else
+      cat "$config"
+      printf '\n[triton]\nbuilds = [%s]\n' "$list"
+    fi
+  } >"$config.only" && mv "$config.only" "$config"
 }
 
 passed=0

@@ -42,6 +42,7 @@ kernel=$here/data/softmax.ttir
 
 # 1. No plugin: Triton's stages, and the reference compile.
 : >"$work/plain.toml"
+only_triton_builds "$work/plain.toml" "$upstream"
 start_daemon "$work/plain.toml"
 kjit pipeline show --input triton --target cuda:107 >"$work/show-plain.toml"
 stages=$(python3 -c 'import sys, tomllib; d = tomllib.load(open(sys.argv[1], "rb")); print(" ".join(s["name"] for p in d["pipelines"].values() for s in p["stages"]))' "$work/show-plain.toml")
@@ -70,6 +71,7 @@ op = "insert-before"
 anchor = "convert-triton-to-tritongpu"
 pass = "tritongpu-plugin"
 TOML
+only_triton_builds "$work/plugin.toml" "$upstream"
 start_daemon "$work/plugin.toml"
 kjit pipeline show --input triton --target cuda:90 >"$work/show-plugin.toml"
 if [[ $(stage_passes "$work/show-plugin.toml" ttgir 2 | tr '\n' ' ') == "tritongpu-plugin convert-triton-to-tritongpu " ]]; then
@@ -121,6 +123,7 @@ pipeline = "triton-nvidia"
 op = "disable"
 anchor = "ttir/triton-combine"
 TOML
+only_triton_builds "$work/skipped.toml" "$upstream"
 start_daemon "$work/skipped.toml"
 if msg=$(kjit compile "$kernel" -t cuda:90 -o "$work/skipped.cubin" 2>&1); then
   fail "an edit in the skipped ttir stage compiled"
@@ -136,6 +139,7 @@ pipeline = "triton-nvidia"
 op = "disable"
 anchor = "ttgir/tritongpu-coalesce"
 TOML
+only_triton_builds "$work/disable.toml" "$upstream"
 start_daemon "$work/disable.toml"
 kjit pipeline show --input triton --target cuda:90 >"$work/show-disable.toml"
 if kjit compile "$kernel" -t cuda:90 -o "$work/disable.cubin" --json >"$work/disable.json" &&
