@@ -3,7 +3,8 @@
 # Installs the package, pytest, triton and cuda-core (and cuda-tile, where a
 # tileiras is present) into a virtual environment under build/python-venv (or
 # $KJIT_PYTHON_VENV), and reinstalls only when the package's sources or the
-# protos changed. Arguments go to pytest.
+# protos changed. Arguments go to pytest, which runs the tests in one process
+# per CPU (pytest-xdist; KJIT_PYTEST_PROCESSES, or -n 0, for another count).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +37,15 @@ if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
   # pip rebuilds and reinstalls a directory even when its version is installed.
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest "$here"
   echo "$stamp" > "$stamp_file"
+fi
+
+# pytest-xdist, once: the tests run in as many processes as there are CPUs
+# (each with its own session daemon). Many of them wait on time, not CPU (a
+# claim's keepalive, a daemon stopped with SIGSTOP, a Triton build's
+# discovery), which one process would wait out one after another.
+if ! "$venv/bin/python" -c 'import xdist' 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest-xdist ||
+    echo "run-tests.sh: could not install pytest-xdist; the tests run in one process" >&2
 fi
 
 # Triton for tests/test_triton.py (kjit.triton), once: a ~290 MB wheel, so
@@ -113,4 +123,6 @@ install_client_beside triton-3.8.0 "$repo/.deps/triton-builds/triton-3.8.0/bin/p
 export KJIT_TRITON38_PATH=$triton38_path
 
 cd "$here"
-exec "$venv/bin/python" -m pytest -q "$@" tests
+parallel=()
+"$venv/bin/python" -c 'import xdist' 2>/dev/null && parallel=(-n "${KJIT_PYTEST_PROCESSES:-auto}")
+exec "$venv/bin/python" -m pytest -q "${parallel[@]}" "$@" tests
