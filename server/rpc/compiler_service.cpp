@@ -96,33 +96,64 @@ grpc::ServerUnaryReactor* CompilerService::Compile(grpc::CallbackServerContext* 
     call->fail(call->caller.error());
     return call->reactor;
   }
-  RequestLogScope log_scope(call->caller->request_id, call->caller->who());
-  if (wants_fatbin(*request)) {
-    compile_fatbin(call, *request, response);
+  // Reading a Triton request (its build, its key) waits for the builds'
+  // discovery at their first use: seconds, which must not be spent on a
+  // gRPC thread. With every one of them waiting, none answers the
+  // connections' pings, and gRPC drops the connections and their calls.
+  // The request and response stay valid until Finish.
+  if (!triton_builds_known()) {
+    blocking_work_->submit([this, call, request, response] {
+      RequestLogScope log_scope(call->caller->request_id, call->caller->who());
+      start_compile(call, *request, response, true);
+    });
     return call->reactor;
   }
-  Result<CompileJob> job = to_compile_job(*request, compiler_->config());
+  RequestLogScope log_scope(call->caller->request_id, call->caller->who());
+  start_compile(call, *request, response, false);
+  return call->reactor;
+}
+
+void CompilerService::start_compile(std::shared_ptr<Call> call, const v1::CompileRequest& request,
+                                    v1::CompileResponse* response, bool on_pool) {
+  if (wants_fatbin(request)) {
+    compile_fatbin(call, request, response);
+    return;
+  }
+  Result<CompileJob> job = to_compile_job(request, compiler_->config());
   if (!job) {
-    spdlog::info("compile refused from {}: {}", context->peer(), job.error().message);
+    spdlog::info("compile refused from {}: {}", call->context->peer(), job.error().message);
     call->fail(job.error());
-    return call->reactor;
+    return;
   }
   Result<PlanMemo::PlanPtr> plan = compiler_->plan(*job);
   if (!plan) {
     finish_compile(*call, *job, plan.error(), *response);
-    return call->reactor;
+    return;
   }
-  if (std::optional<CompileOutcome> hit = compiler_->memory_hit(**plan, received, call->caller->ns)) {
+  if (std::optional<CompileOutcome> hit = compiler_->memory_hit(**plan, call->received, call->caller->ns)) {
     finish_compile(*call, *job, std::move(*hit), *response);
-    return call->reactor;
+    return;
   }
-  // The request and response stay valid until Finish; the job and plan are
-  // moved into the task, which owns them.
+  if (on_pool) {
+    finish_compile(*call, *job, compiler_->compile(*job, **plan, call->received, call->scope()), *response);
+    return;
+  }
+  // The job and plan are moved into the task, which owns them.
   blocking_work_->submit([this, call, response, job = std::move(*job), plan = std::move(*plan)] {
     RequestLogScope log_scope(call->caller->request_id, call->caller->who());
     finish_compile(*call, job, compiler_->compile(job, *plan, call->received, call->scope()), *response);
   });
-  return call->reactor;
+}
+
+template <typename Handler>
+grpc::ServerUnaryReactor* CompilerService::serve_when_triton_builds_known(grpc::CallbackServerContext* context,
+                                                                          std::string_view method, Handler handler) {
+  if (triton_builds_known()) return gate_->serve_now(context, method, std::move(handler));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  blocking_work_->submit([this, context, method, reactor, handler = std::move(handler)]() mutable {
+    reactor->Finish(gate_->serve(context, method, handler));
+  });
+  return reactor;
 }
 
 void CompilerService::compile_fatbin(std::shared_ptr<Call> call, const v1::CompileRequest& request,
@@ -183,7 +214,7 @@ Result<PipelineSpec> describe_triton(const CompilePipeline& pipelines, const Pip
 grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServerContext* context,
                                                             const v1::DescribePipelineRequest* request,
                                                             v1::DescribePipelineResponse* response) {
-  return gate_->serve_now(context, "DescribePipeline", [&](const Caller&) -> grpc::Status {
+  return serve_when_triton_builds_known(context, "DescribePipeline", [this, context, request, response](const Caller&) -> grpc::Status {
     auto fail = [&](const Error& error) { return to_grpc_status(error, *context); };
     std::optional<InputKind> input = from_proto(request->input_kind());
     if (!input) return fail(make_error(ErrorCode::invalid_argument, "input_kind is required"));
@@ -217,7 +248,7 @@ grpc::ServerUnaryReactor* CompilerService::DescribePipeline(grpc::CallbackServer
 grpc::ServerUnaryReactor* CompilerService::ListToolkits(grpc::CallbackServerContext* context,
                                                         const v1::ListToolkitsRequest*,
                                                         v1::ListToolkitsResponse* response) {
-  return gate_->serve_now(context, "ListToolkits", [&](const Caller&) {
+  return serve_when_triton_builds_known(context, "ListToolkits", [this, response](const Caller&) {
     describe_toolkits(compiler_->pipeline().toolkits(), *response);
     // The same for every build: the configuration's, not a build's.
     std::map<std::string, std::string> stages_digest;

@@ -36,6 +36,15 @@ class CompilerService final : public v1::Compiler::CallbackService {
   struct Call;  // one call through the gate (compiler_service.cpp)
 
  private:
+  // Reads the request and answers it: a memory hit at once, anything else
+  // from the blocking pool (`on_pool`: this already runs there).
+  void start_compile(std::shared_ptr<Call> call, const v1::CompileRequest& request, v1::CompileResponse* response,
+                     bool on_pool);
+  // gate_->serve_now, except while the Triton builds are still being found:
+  // then on the blocking pool, since the handler may wait for them.
+  template <typename Handler>
+  grpc::ServerUnaryReactor* serve_when_triton_builds_known(grpc::CallbackServerContext* context,
+                                                           std::string_view method, Handler handler);
   // A request for several targets: every part on the blocking pool at once,
   // the last to finish combines them and answers.
   void compile_fatbin(std::shared_ptr<Call> call, const v1::CompileRequest& request, v1::CompileResponse* response);

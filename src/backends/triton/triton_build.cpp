@@ -255,6 +255,12 @@ const std::vector<TritonBuild>& triton_builds() {
   return process().builds;
 }
 
+bool triton_builds_known() {
+  // Held while the discovery runs: not known yet either.
+  std::unique_lock lock(process().mutex, std::try_to_lock);
+  return lock.owns_lock() && !process().source;
+}
+
 const TritonBuild* default_triton_build() {
   const TritonBuild* best = nullptr;
   for (const TritonBuild& build : triton_builds()) {

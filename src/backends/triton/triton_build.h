@@ -136,6 +136,11 @@ void set_triton_builds(std::vector<TritonBuild> builds);
 // triton_builds() of the process, the others waiting for it.
 void set_triton_builds_source(std::function<std::vector<TritonBuild>()> source);
 const std::vector<TritonBuild>& triton_builds();
+// Whether triton_builds() answers at once: no discovery is still to come or
+// running. A gRPC callback thread asks before it reads a request, since
+// waiting there for a discovery (seconds) holds a thread gRPC needs for the
+// connections' pings.
+bool triton_builds_known();
 const TritonBuild* default_triton_build();
 const TritonBuild* find_triton_build(std::string_view name);
 
