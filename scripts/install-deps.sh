@@ -8,6 +8,33 @@ set -euo pipefail
 step_started() { step_start=$SECONDS; }
 step_took() { echo "install-deps: $1 took $((SECONDS - step_start)) s"; }
 
+# The pip steps after the Debian packages install into places of their own
+# (a prefix or a virtual environment each) and mostly wait on the network
+# and the disk: they run side by side. side_by_side WHAT COMMAND... starts
+# one, its output kept apart; all_side_by_side_done waits for them all and
+# prints each one's output and time, in the order they were started.
+side_by_side_pids=()
+side_by_side_logs=()
+side_by_side() {
+  local what=$1 log
+  shift
+  log=$(mktemp -d "${TMPDIR:-/tmp}/kjit-install-deps.XXXXXX")
+  ( step_started; "$@" || true; step_took "$what" ) >"$log/out" 2>"$log/err" &
+  side_by_side_pids+=($!)
+  side_by_side_logs+=("$log")
+}
+all_side_by_side_done() {
+  local i
+  for i in "${!side_by_side_pids[@]}"; do
+    wait "${side_by_side_pids[$i]}" || true
+    cat "${side_by_side_logs[$i]}/out"
+    cat "${side_by_side_logs[$i]}/err" >&2
+    rm -rf "${side_by_side_logs[$i]}"
+  done
+  side_by_side_pids=()
+  side_by_side_logs=()
+}
+
 packages=(
   cmake g++ make ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -122,13 +149,15 @@ install_wheels() {
   fi
 }
 
-step_started
-if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && wheels_present; then
-  echo "install-deps: CUDA wheels present in $wheels_prefix"
-else
-  install_wheels
-fi
-step_took "CUDA wheels"
+cuda_wheels_step() {
+  if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && wheels_present; then
+    echo "install-deps: CUDA wheels present in $wheels_prefix"
+  else
+    install_wheels
+  fi
+}
+step_started  # the pip steps, side by side
+side_by_side "CUDA wheels" cuda_wheels_step
 
 # tileiras, NVIDIA's Tile IR assembler, for Tile IR input (cuTile's
 # bytecode): opt-in with KJIT_INSTALL_TILEIRAS=1, since it is large. The
@@ -159,14 +188,15 @@ install_tileiras() {
   fi
 }
 
-if [[ "${KJIT_INSTALL_TILEIRAS:-0}" == 1 ]]; then
-  step_started
+tileiras_step() {
   if [[ "${KJIT_REFRESH_CUDA_WHEELS:-0}" != 1 ]] && tileiras_present; then
     echo "install-deps: tileiras present in $tileiras_prefix"
   else
     install_tileiras
   fi
-  step_took tileiras
+}
+if [[ "${KJIT_INSTALL_TILEIRAS:-0}" == 1 ]]; then
+  side_by_side tileiras tileiras_step
 fi
 
 # Triton builds, for Triton IR input: each a virtual environment of its own
@@ -219,9 +249,7 @@ if [[ "${KJIT_SKIP_TRITON_BUILDS:-0}" != 1 ]]; then
     echo "install-deps: WARNING: python3 cannot make virtual environments (Debian: python3-venv); no Triton builds" >&2
   else
     for requirement in "${triton_builds[@]}"; do
-      step_started
-      install_triton_build "$requirement" || true
-      step_took "Triton build $requirement"
+      side_by_side "Triton build $requirement" install_triton_build "$requirement"
     done
   fi
 fi
@@ -233,8 +261,7 @@ fi
 # then skip outside CI).
 buildgrid_requirement="buildgrid[redis]==0.4.4"
 buildgrid_env=$(dirname "$wheels_prefix")/buildgrid
-if [[ "${KJIT_SKIP_BUILDGRID:-0}" != 1 ]]; then
-  step_started
+install_buildgrid() {
   if [[ "$(cat "$buildgrid_env/.kjit-buildgrid" 2>/dev/null)" == "$buildgrid_requirement" ]] &&
      "$buildgrid_env/bin/python" -c "" 2>/dev/null; then
     echo "install-deps: BuildGrid present in $buildgrid_env"
@@ -254,5 +281,9 @@ if [[ "${KJIT_SKIP_BUILDGRID:-0}" != 1 ]]; then
       echo "install-deps: WARNING: pip could not install $buildgrid_requirement; the REAPI tests skip" >&2
     fi
   fi
-  step_took BuildGrid
+}
+if [[ "${KJIT_SKIP_BUILDGRID:-0}" != 1 ]]; then
+  side_by_side BuildGrid install_buildgrid
 fi
+all_side_by_side_done
+step_took "the pip steps, side by side,"
