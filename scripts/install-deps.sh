@@ -25,6 +25,7 @@ side_by_side() {
 }
 all_side_by_side_done() {
   local i
+  echo "install-deps: ${#side_by_side_pids[@]} pip steps running side by side; their output follows when they end"
   for i in "${!side_by_side_pids[@]}"; do
     wait "${side_by_side_pids[$i]}" || true
     cat "${side_by_side_logs[$i]}/out"
