@@ -1,7 +1,8 @@
-# Sourced by the Triton test scripts that drive kjitd (plugin-tests.sh,
-# build-plugins-tests.sh): a daemon on $work's socket and cache, started
-# from a configuration file and stopped again, the kjit CLI on it, a
-# configuration that knows one Triton build, and the ok/fail tally. Needs
+# Sourced by the Triton test scripts that drive kjitd (daemon-tests.sh,
+# plugin-tests.sh, build-plugins-tests.sh): a daemon on $work's socket and
+# cache, started from a configuration file and stopped again, the kjit CLI
+# on it, a configuration that knows only the Triton builds a script names,
+# and the ok/fail tally. Needs
 # $repo, $build (the build directory) and $work (a scratch directory the
 # script removes).
 daemon=
