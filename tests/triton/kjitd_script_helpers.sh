@@ -2,9 +2,8 @@
 # plugin-tests.sh, build-plugins-tests.sh): a daemon on $work's socket and
 # cache, started from a configuration file and stopped again, the kjit CLI
 # on it, a configuration that knows only the Triton builds a script names,
-# and the ok/fail tally. Needs
-# $repo, $build (the build directory) and $work (a scratch directory the
-# script removes).
+# and the ok/fail tally. Needs $repo, $build (the build directory) and
+# $work (a scratch directory the script removes).
 daemon=
 stop_daemon() {
   if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
