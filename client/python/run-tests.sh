@@ -32,10 +32,58 @@ stamp_of() {
 
 stamp_file="$venv/.kjit-client-stamp"
 stamp=$(stamp_of)
+
+# The client as a wheel (pure Python), built once for the three installs
+# below that may need it rather than by each of them from the tree.
+client_wheel_dir=$(mktemp -d "${TMPDIR:-/tmp}/kjit-client-wheel.XXXXXX")
+trap 'rm -rf "$client_wheel_dir"' EXIT
+
+# Processes of install-deps' other Triton builds run their tests with the
+# client and its wheels (grpcio, protobuf) installed beside the build in a
+# directory of their own (on PYTHONPATH), so the daemon's build stays as
+# installed. Where a build is missing, its tests skip (fail under CI).
+# These installs run beside the virtual environment's (each pip its own
+# directory). install_client_beside NAME PYTHON DIR: reinstalled only when
+# it changed.
+beside_current() { [[ -z "$1" || ! -x "$1" || "$(cat "$2/.kjit-client-stamp" 2>/dev/null)" == "$stamp" ]]; }
+install_client_beside() {
+  local name=$1 build_python=$2 dir=$3
+  beside_current "$build_python" "$dir" && return 0
+  rm -rf "$dir"
+  if "$build_python" -m pip install --quiet --disable-pip-version-check --target "$dir" "$client_wheel"; then
+    echo "$stamp" > "$dir/.kjit-client-stamp"
+  else
+    echo "run-tests.sh: could not install the client for $name into $dir; its tests will skip" >&2
+  fi
+}
+
+client_wheel=
+fbtriton_python=$(ls -d "$repo"/.deps/triton-builds/fbtriton-*/bin/python 2>/dev/null | head -n 1 || true)
+fbtriton_path=${KJIT_FBTRITON_PATH:-$repo/build/python-fbtriton-path}
+triton38_python=$repo/.deps/triton-builds/triton-3.8.0/bin/python
+triton38_path=${KJIT_TRITON38_PATH:-$repo/build/python-triton-3.8.0-path}
+if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ] || ! beside_current "$fbtriton_python" "$fbtriton_path" ||
+    ! beside_current "$triton38_python" "$triton38_path"; then
+  "$venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$client_wheel_dir" "$here"
+  client_wheel=$(ls "$client_wheel_dir"/kjit-*.whl)
+fi
+
+beside_installs=()
+# fbtriton processes for tests/test_triton_remote.py ($KJIT_FBTRITON_PATH).
+install_client_beside fbtriton "$fbtriton_python" "$fbtriton_path" &
+beside_installs+=($!)
+export KJIT_FBTRITON_PATH=$fbtriton_path
+# Triton 3.8 + uTLX processes for tests/test_triton_utlx.py
+# ($KJIT_TRITON38_PATH): install-deps' triton-3.8.0 build, with triton-utlx.
+install_client_beside triton-3.8.0 "$triton38_python" "$triton38_path" &
+beside_installs+=($!)
+export KJIT_TRITON38_PATH=$triton38_path
+
 if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
   rm -f "$stamp_file"
-  # pip rebuilds and reinstalls a directory even when its version is installed.
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest "$here"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest "$client_wheel"
+  # A wheel of the installed version would be taken as installed already.
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$client_wheel"
   echo "$stamp" > "$stamp_file"
 fi
 
@@ -93,34 +141,8 @@ if [ -z "${KJIT_SKIP_CUTILE:-}" ] && have_tileiras && ! "$venv/bin/python" -c \
     echo "run-tests.sh: could not install cuda-tile $cutile_version; tests/test_cutile.py will skip" >&2
 fi
 
-# Processes of install-deps' other Triton builds run their tests with the
-# client and its wheels (grpcio, protobuf) installed beside the build in a
-# directory of their own (on PYTHONPATH), so the daemon's build stays as
-# installed. Where a build is missing, its tests skip (fail under CI).
-# install_client_beside NAME PYTHON DIR: reinstalled only when it changed.
-install_client_beside() {
-  local name=$1 build_python=$2 dir=$3
-  [[ -n "$build_python" && -x "$build_python" ]] || return 0
-  [[ "$(cat "$dir/.kjit-client-stamp" 2>/dev/null)" == "$stamp" ]] && return 0
-  rm -rf "$dir"
-  if "$build_python" -m pip install --quiet --disable-pip-version-check --target "$dir" "$here"; then
-    echo "$stamp" > "$dir/.kjit-client-stamp"
-  else
-    echo "run-tests.sh: could not install the client for $name into $dir; its tests will skip" >&2
-  fi
-}
-
-# fbtriton processes for tests/test_triton_remote.py ($KJIT_FBTRITON_PATH).
-fbtriton_path=${KJIT_FBTRITON_PATH:-$repo/build/python-fbtriton-path}
-fbtriton_python=$(ls -d "$repo"/.deps/triton-builds/fbtriton-*/bin/python 2>/dev/null | head -n 1 || true)
-install_client_beside fbtriton "$fbtriton_python" "$fbtriton_path"
-export KJIT_FBTRITON_PATH=$fbtriton_path
-
-# Triton 3.8 + uTLX processes for tests/test_triton_utlx.py
-# ($KJIT_TRITON38_PATH): install-deps' triton-3.8.0 build, with triton-utlx.
-triton38_path=${KJIT_TRITON38_PATH:-$repo/build/python-triton-3.8.0-path}
-install_client_beside triton-3.8.0 "$repo/.deps/triton-builds/triton-3.8.0/bin/python" "$triton38_path"
-export KJIT_TRITON38_PATH=$triton38_path
+wait "${beside_installs[@]}"
+rm -rf "$client_wheel_dir"
 
 cd "$here"
 parallel=()
