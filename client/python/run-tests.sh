@@ -43,12 +43,13 @@ trap 'rm -rf "$client_wheel_dir"' EXIT
 # directory of their own (on PYTHONPATH), so the daemon's build stays as
 # installed. Where a build is missing, its tests skip (fail under CI).
 # These installs run beside the virtual environment's (each pip its own
-# directory). install_client_beside NAME PYTHON DIR: reinstalled only when
-# it changed.
-beside_current() { [[ -z "$1" || ! -x "$1" || "$(cat "$2/.kjit-client-stamp" 2>/dev/null)" == "$stamp" ]]; }
+# directory). client_current PYTHON DIR: DIR holds this client for PYTHON, or
+# PYTHON is not there (nothing to install). install_client_beside NAME
+# PYTHON DIR: reinstalled only when it changed.
+client_current() { [[ -z "$1" || ! -x "$1" || "$(cat "$2/.kjit-client-stamp" 2>/dev/null)" == "$stamp" ]]; }
 install_client_beside() {
   local name=$1 build_python=$2 dir=$3
-  beside_current "$build_python" "$dir" && return 0
+  client_current "$build_python" "$dir" && return 0
   rm -rf "$dir"
   if "$build_python" -m pip install --quiet --disable-pip-version-check --target "$dir" "$client_wheel"; then
     echo "$stamp" > "$dir/.kjit-client-stamp"
@@ -62,8 +63,8 @@ fbtriton_python=$(ls -d "$repo"/.deps/triton-builds/fbtriton-*/bin/python 2>/dev
 fbtriton_path=${KJIT_FBTRITON_PATH:-$repo/build/python-fbtriton-path}
 triton38_python=$repo/.deps/triton-builds/triton-3.8.0/bin/python
 triton38_path=${KJIT_TRITON38_PATH:-$repo/build/python-triton-3.8.0-path}
-if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ] || ! beside_current "$fbtriton_python" "$fbtriton_path" ||
-    ! beside_current "$triton38_python" "$triton38_path"; then
+if ! client_current "$venv/bin/python" "$venv" || ! client_current "$fbtriton_python" "$fbtriton_path" ||
+    ! client_current "$triton38_python" "$triton38_path"; then
   "$venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$client_wheel_dir" "$here"
   client_wheel=$(ls "$client_wheel_dir"/kjit-*.whl)
 fi
@@ -79,7 +80,7 @@ install_client_beside triton-3.8.0 "$triton38_python" "$triton38_path" &
 beside_installs+=($!)
 export KJIT_TRITON38_PATH=$triton38_path
 
-if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
+if ! client_current "$venv/bin/python" "$venv"; then
   rm -f "$stamp_file"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest "$client_wheel"
   # A wheel of the installed version would be taken as installed already.
