@@ -6,7 +6,9 @@
 // two clients' first Triton compiles on a fresh daemon both failed after
 // 15 s. Here the discovery is made that slow by a build whose interpreter
 // sleeps 17 s before it fails to describe itself, without using the CPU.
+// And a daemon stopped while it discovers leaves no interpreter running on.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -16,7 +18,10 @@
 #include <vector>
 
 #include "kjit/client.h"
+#include "server/daemon/leftover_directories.h"
+#include "support/child_process.h"
 #include "support/daemon_test.h"
+#include "support/eventually.h"
 #include "temp_dir.h"
 
 namespace kjit::test {
@@ -82,6 +87,32 @@ TEST(TritonDiscoveryWait, CallsWaitingForTheBuildsKeepTheirConnectionsAndHealthA
   // The calls did wait for the slow discovery, past the point where the
   // connections used to be dropped.
   EXPECT_GE(Clock::now() - began, 16s);
+}
+
+TEST(TritonDiscoveryWait, ADaemonStoppedWhileItDiscoversLeavesNoInterpreterRunning) {
+  // The build's interpreter tells its pid and then waits a minute (exec
+  // keeps the pid): discovery is still asking it when the daemon stops.
+  TempDir temp;
+  const std::string pid_file = temp.path() + "/interpreter.pid";
+  const std::string waiting_python = temp.path() + "/waiting-python";
+  std::ofstream(waiting_python) << "#!/bin/sh\necho $$ > " << pid_file << ".tmp\nmv " << pid_file << ".tmp "
+                                << pid_file << "\nexec sleep 60\n";
+  fs::permissions(waiting_python, fs::perms::owner_all);
+  DaemonOptions options;
+  options.triton_builds = false;
+  options.triton_prestart = true;  // discovery at start, no request needed
+  options.config = "[triton]\nbuilds = [\"" + waiting_python + "\"]\n";
+  TestDaemon daemon(std::move(options));
+  ASSERT_TRUE(daemon.status()) << daemon.status().error().message;
+
+  ASSERT_TRUE(eventually([&] { return fs::exists(pid_file); })) << "discovery never started the interpreter";
+  const pid_t interpreter = std::stoi(read_file(pid_file));
+  ASSERT_EQ(owner_process(interpreter).state, OwnerProcess::State::running);
+  EXPECT_EQ(daemon.stop(), 0);
+  // Gone (or a zombie nobody reaped yet), not sleeping on as an orphan.
+  EXPECT_TRUE(eventually([&] { return owner_process(interpreter).state != OwnerProcess::State::running; }))
+      << "the interpreter " << interpreter << " outlived the daemon";
+  ::kill(interpreter, SIGKILL);  // whatever the outcome, nothing left behind
 }
 
 }  // namespace

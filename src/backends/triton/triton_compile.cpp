@@ -164,7 +164,8 @@ Result<json> ask_interpreter(const TritonBuild& build, json question, const Targ
   std::unique_ptr<TritonInterpreter>& child = all.by_build[build.name];
   if (!child || !child->alive()) {
     Result<std::unique_ptr<TritonInterpreter>> started =
-        TritonInterpreter::start(build.python, home_directory() + "/" + build.name, warm_up, build.interpreter_environment());
+        TritonInterpreter::start(build.python, home_directory() + "/" + build.name,
+                                 {.warm_at_idle = warm_up, .environment = build.interpreter_environment()});
     if (!started) return started.error();
     child = std::move(started.value());
   }

@@ -19,6 +19,11 @@ namespace {
 // while, a hung interpreter must not hold Triton input back for ever.
 constexpr std::chrono::seconds k_probe_timeout{120};
 
+// Each asks one question and ends: none outlives the daemon that asked (a
+// daemon stopped during discovery would otherwise leave interpreters
+// importing Triton and compiling probes for half a minute more).
+const TritonInterpreterOptions k_discovery_interpreter{.ends_with_starting_thread = true};
+
 std::mutex& failures_mutex() {
   static std::mutex mutex;
   return mutex;
@@ -44,7 +49,7 @@ const TritonPtxas* blackwell_ptxas(const TritonBuild& build) {
 // ptxas-blackwell; nothing when it cannot say.
 std::vector<uint32_t> archs_built_with(const TritonBuild& build, const std::vector<uint32_t>& archs,
                                        const std::string& ptxas, const std::string& scratch_dir) {
-  Result<std::unique_ptr<TritonInterpreter>> child = TritonInterpreter::start(build.python, scratch_dir);
+  Result<std::unique_ptr<TritonInterpreter>> child = TritonInterpreter::start(build.python, scratch_dir, k_discovery_interpreter);
   if (!child) return {};
   nlohmann::json targets = nlohmann::json::array();
   for (uint32_t sm : archs) targets.push_back("cuda:" + std::to_string(sm));
@@ -81,7 +86,7 @@ void log_discovery(const TritonDiscovery& found) {
 }  // namespace
 
 Result<TritonBuild> probe_triton_build(const std::string& python, const std::string& scratch_dir) {
-  Result<std::unique_ptr<TritonInterpreter>> child = TritonInterpreter::start(python, scratch_dir);
+  Result<std::unique_ptr<TritonInterpreter>> child = TritonInterpreter::start(python, scratch_dir, k_discovery_interpreter);
   if (!child) return child.error();
   Result<std::string> answer = (*child)->ask(R"({"op": "describe"})", k_probe_timeout);
   if (!answer)
@@ -171,7 +176,8 @@ Status check_triton_plugins_load(const TritonBuild& build, const std::string& sc
     if (!plugin.library.empty()) names += (names.empty() ? "" : ", ") + plugin.library;
   const std::string what = names.empty() ? "its configured plugins' settings" : names;
   Result<std::unique_ptr<TritonInterpreter>> child =
-      TritonInterpreter::start(build.python, scratch_dir, false, build.interpreter_environment());
+      TritonInterpreter::start(build.python, scratch_dir,
+                               {.environment = build.interpreter_environment(), .ends_with_starting_thread = true});
   if (!child) return child.error();
   nlohmann::json ask = {{"op", "check_plugins"}, {"plugins", build.job_plugin_libraries()}};
   Result<std::string> answer = (*child)->ask(ask.dump(), k_probe_timeout);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,8 +58,7 @@ int read_exactly(int fd, char* out, size_t size, std::chrono::steady_clock::time
 
 Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::string& python,
                                                                     const std::string& working_dir,
-                                                                    bool warm_at_idle,
-                                                                    const std::vector<std::string>& environment) {
+                                                                    const TritonInterpreterOptions& options) {
   std::error_code ec;
   std::filesystem::create_directories(working_dir + "/tmp", ec);
   if (ec) return internal("cannot create " + working_dir + " for a Triton interpreter: " + ec.message());
@@ -68,8 +68,8 @@ Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::s
   std::vector<std::string> args{python, "-I", "-B", "-c", script};
   std::vector<std::string> env{"PATH=/usr/bin:/bin", "HOME=" + working_dir, "TMPDIR=" + working_dir + "/tmp",
                                "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"};
-  if (warm_at_idle) env.push_back("KJIT_TRITON_WARM_AT_IDLE=1");
-  env.insert(env.end(), environment.begin(), environment.end());
+  if (options.warm_at_idle) env.push_back("KJIT_TRITON_WARM_AT_IDLE=1");
+  env.insert(env.end(), options.environment.begin(), options.environment.end());
   std::vector<char*> argv, envp;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -83,6 +83,7 @@ Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::s
     ::close(in[1]);
     return internal(std::string("pipe: ") + std::strerror(errno));
   }
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
@@ -90,6 +91,10 @@ Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::s
   }
   if (pid == 0) {
     if (::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0 || ::chdir(working_dir.c_str()) != 0) ::_exit(126);
+    // The starting thread may have ended between fork and prctl: then the
+    // child is already some other process's, and goes.
+    if (options.ends_with_starting_thread && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent))
+      ::_exit(126);
     // A compile worker's CPU limit is its current job's, and its memory
     // limit its own size plus a job's: the interpreter lives for many jobs
     // and bounds each job's child instead.

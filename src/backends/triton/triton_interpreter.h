@@ -21,6 +21,21 @@ namespace kjit {
 // The worker script, embedded in the binary at build time.
 std::string_view triton_worker_script();
 
+// How an interpreter is started, besides its build and working directory.
+struct TritonInterpreterOptions {
+  // Imports Triton at idle CPU priority (a prestarted worker's warm-up).
+  bool warm_at_idle = false;
+  // "NAME=value" entries added to its environment (a build's configured
+  // plugins').
+  std::vector<std::string> environment;
+  // Killed (SIGKILL) when the thread that started it ends, which includes
+  // the process's exit: for the short-lived interpreters of discovery, so
+  // that a daemon stopped while they run leaves none of them running on.
+  // Never for an interpreter kept for later jobs, whose starting thread may
+  // end first.
+  bool ends_with_starting_thread = false;
+};
+
 class TritonInterpreter {
  public:
   // Starts `python -I -B -c <script>` in `working_dir` (created if missing),
@@ -28,12 +43,9 @@ class TritonInterpreter {
   // HOME and TMPDIR under the working directory. The child stays in the
   // caller's process group, so whoever kills the group stops it too. It
   // takes none of the caller's CPU or memory limits below their hard ones
-  // (a compile worker's are a job's; each job's child sets its own), and
-  // with `warm_at_idle` it imports Triton at idle CPU priority.
-  // `environment` adds "NAME=value" entries (a build's configured plugins').
+  // (a compile worker's are a job's; each job's child sets its own).
   static Result<std::unique_ptr<TritonInterpreter>> start(const std::string& python, const std::string& working_dir,
-                                                          bool warm_at_idle = false,
-                                                          const std::vector<std::string>& environment = {});
+                                                          const TritonInterpreterOptions& options = {});
   ~TritonInterpreter();  // closes its stdin, then ends it
   TritonInterpreter(const TritonInterpreter&) = delete;
   TritonInterpreter& operator=(const TritonInterpreter&) = delete;
