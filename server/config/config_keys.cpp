@@ -144,6 +144,10 @@ const std::vector<ConfigKey>& config_keys() {
       {.path = "triton.prestart", .flag = "--no-triton-prestart", .kind = ConfigKind::boolean,
        .help = "find the Triton builds and start a Triton worker at the first Triton request, not while kjitd starts",
        .flag_sets = false, KJIT_CONFIG_FIELD(triton_prestart)},
+      {.path = "triton.descriptions_dir", .flag = "--triton-descriptions-dir", .kind = ConfigKind::text,
+       .help = "keep the Triton builds' descriptions here across starts, each used while its build is unchanged "
+               "(default: triton-builds/ in the disk cache's directory)",
+       KJIT_CONFIG_FIELD(triton_descriptions_dir)},
       {.path = "pch_bytes", .flag = "--pch-bytes", .kind = ConfigKind::integer,
        .help = "precompiled header files one worker keeps, in bytes (default 1 GiB; 0: no bound)", .min = 0,
        .max = k_int64, KJIT_CONFIG_FIELD(pch_bytes)},

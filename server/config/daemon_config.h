@@ -208,6 +208,11 @@ struct DaemonConfig {
   // lists them; "*": every build found), for fleets whose processes run
   // several builds (upstream Triton and fbtriton, say).
   std::vector<std::string> triton_prestart_builds;
+  // [triton] descriptions_dir: where the builds' descriptions are kept
+  // across starts, so that builds unchanged since are not asked again
+  // (backends/triton/triton_descriptions.h); empty: triton-builds/ in the
+  // disk cache's directory, or nowhere without a disk cache.
+  std::string triton_descriptions_dir;
 };
 
 

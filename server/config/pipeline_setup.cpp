@@ -6,6 +6,7 @@
 
 #include "backends/tileiras/tileiras.h"
 #include "backends/toolkit_discovery.h"
+#include "cache/disk_store.h"
 
 namespace kjit {
 namespace {
@@ -38,6 +39,13 @@ TritonBuildSearch triton_build_search_of(const DaemonConfig& config) {
             ? std::string()
             : (std::filesystem::path(*config.local_toolkit_prefix).parent_path() / "triton-builds").string();
   return search;
+}
+
+std::string triton_descriptions_dir_of(const DaemonConfig& config) {
+  if (!config.triton_descriptions_dir.empty()) return config.triton_descriptions_dir;
+  if (!config.cache.enabled || !config.cache.disk) return {};
+  const std::string cache = config.cache.directory.empty() ? default_disk_cache_directory() : config.cache.directory;
+  return (std::filesystem::path(cache) / "triton-builds").string();
 }
 
 Result<std::shared_ptr<const CompilePipeline>> make_compile_pipeline(const DaemonConfig& config,

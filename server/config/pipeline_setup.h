@@ -30,4 +30,9 @@ TileirasSearch tileiras_search_of(const DaemonConfig& config);
 // builds, then the project's .deps/triton-builds beside its CUDA wheels).
 TritonBuildSearch triton_build_search_of(const DaemonConfig& config);
 
+// Where the builds' descriptions are kept across starts: [triton]
+// descriptions_dir, else triton-builds/ beside the disk tier's entries;
+// empty (nowhere) without a disk tier.
+std::string triton_descriptions_dir_of(const DaemonConfig& config);
+
 }  // namespace kjit

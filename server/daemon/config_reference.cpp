@@ -83,6 +83,7 @@ constexpr KeyNote k_key_notes[] = {
     {"tileiras", "searched: `nvidia/cuNN/bin/tileiras` in `toolkit_paths`, then `.deps/tileiras`", ""},
     {"compile_workers", "one per core, 2 at least", ""},
     {"cache.directory", "`$XDG_CACHE_HOME/kjit`, or `~/.cache/kjit`", ""},
+    {"triton.descriptions_dir", "`triton-builds/` in `cache.directory`; none without a disk cache", ""},
 };
 
 // Keys daemon_config.cpp reads itself (arrays and tables), not rows.

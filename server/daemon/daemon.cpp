@@ -199,13 +199,15 @@ Status Daemon::start() {
   // first Triton request (or toolkit listing), which waits for them, or
   // ahead of it by the Triton worker's prestart, in the background.
   if (config_.triton_plugin_settings.empty()) {
-    discover_triton_builds_on_first_use(triton_build_search_of(config_), own_temporary_directory("kjitd-triton-"));
+    discover_triton_builds_on_first_use(triton_build_search_of(config_), own_temporary_directory("kjitd-triton-"),
+                                        triton_descriptions_dir_of(config_));
   } else {
     // Plugins configured for named builds are checked before anything is
     // served: one that a build cannot load refuses the start, rather than
     // failing the compiles sent to that build.
     Result<TritonDiscovery> found = discover_configured_triton_builds(
-        triton_build_search_of(config_), config_.triton_plugin_settings, own_temporary_directory("kjitd-triton-"));
+        triton_build_search_of(config_), config_.triton_plugin_settings, own_temporary_directory("kjitd-triton-"),
+        triton_descriptions_dir_of(config_));
     if (!found) return found.error();
     set_triton_builds(std::move(found->builds));
   }

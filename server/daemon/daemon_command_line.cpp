@@ -288,7 +288,8 @@ int check_configuration(const DaemonConfig& config) {
     const std::string scratch =
         (std::filesystem::temp_directory_path(ec) / ("kjitd-check-triton-" + std::to_string(::getpid()))).string();
     Result<TritonDiscovery> found =
-        discover_configured_triton_builds(triton_build_search_of(config), config.triton_plugin_settings, scratch);
+        discover_configured_triton_builds(triton_build_search_of(config), config.triton_plugin_settings, scratch,
+                                          triton_descriptions_dir_of(config));
     if (!found) {
       fmt::print(stderr, "kjitd: {}\n", found.error().message);
       if (!found.error().log.empty()) fmt::print(stderr, "{}\n", found.error().log);

@@ -362,9 +362,16 @@ class Daemon:
         # interpreter's CPU and memory would blur what the scenarios measure.
         return ["--no-triton-prestart"] if "--no-triton-prestart" in self.ctx.kjitd_help else []
 
+    def shared_descriptions(self):
+        # The Triton builds described by the run's first daemon that needs
+        # them, not again by each (seconds of CPU each time).
+        if "--triton-descriptions-dir" not in self.ctx.kjitd_help:
+            return []
+        return ["--triton-descriptions-dir", os.path.join(self.ctx.tmp, "triton-descriptions")]
+
     def start(self, deadline=90):
         argv = self.wrapper + [self.ctx.kjitd, "--socket", self.socket, "--cache-dir", self.cache_dir,
-                               "--log-level", "info"] + self.prestart_off() + self.args
+                               "--log-level", "info"] + self.prestart_off() + self.shared_descriptions() + self.args
         env = dict(self.ctx.env, TMPDIR=self.tmpdir)
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)

@@ -48,7 +48,8 @@ component() { json "$1" "next((c['value'] for c in d['key_components'] if c['nam
 # --check-config CONFIG: its exit status and output in $work/check.out.
 check_config() {
   local status=0
-  "$build/bin/kjitd" --config "$1" --check-config >"$work/check.out" 2>&1 || status=$?
+  "$build/bin/kjitd" --config "$1" --check-config --triton-descriptions-dir "$descriptions_dir" >"$work/check.out" 2>&1 ||
+    status=$?
   return $status
 }
 
@@ -66,6 +67,7 @@ else
   fail "--check-config with a 3.8 library for 3.9: $(head -c 1500 "$work/check.out")"
 fi
 "$build/bin/kjitd" --socket "$work/refused.sock" --cache-dir "$work/refused-cache" --config "$work/wrong-release.toml" \
+  --triton-descriptions-dir "$descriptions_dir" \
   --log-level warn >"$work/refused.log" 2>&1 &
 refused=$!
 for _ in $(seq 1800); do kill -0 "$refused" 2>/dev/null || break; sleep 0.1; done

@@ -37,6 +37,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$build/bin/kjitd" --socket "$work/kjitd.sock" --cache-dir "$work/cache" --compile-workers 2 --log-level warn \
+  --triton-descriptions-dir "$descriptions_dir" \
   >"$work/kjitd.log" 2>&1 &
 daemon=$!
 for _ in $(seq 600); do
@@ -74,6 +75,24 @@ if [[ $(json "$work/toolkits.json" '" ".join(b.get("name","?")+("*" if b.get("de
   ok "kjit toolkits lists triton-3.9.0 (default), fbtriton-3.7.4 (TLX) and triton-3.8.0 (TLX)"
 else
   fail "kjit toolkits --json lists: $(json "$work/toolkits.json" 'd["triton"]')"
+fi
+
+# The builds as described are kept in the descriptions directory: another
+# daemon there finds them unchanged, asks no interpreter, and lists them the
+# same (each description's inputs are the same files, unchanged).
+"$build/bin/kjitd" --socket "$work/recall.sock" --cache-dir "$work/recall-cache" --compile-workers 1 --log-level info \
+  --triton-descriptions-dir "$descriptions_dir" --no-triton-prestart >"$work/recall.log" 2>&1 &
+recall=$!
+for _ in $(seq 600); do "$build/bin/kjit" -s "$work/recall.sock" health >/dev/null 2>&1 && break; sleep 0.1; done
+"$build/bin/kjit" -s "$work/recall.sock" toolkits --json >"$work/recall-toolkits.json" 2>&1 || true
+kill "$recall" 2>/dev/null || true
+wait "$recall" 2>/dev/null || true
+if grep -q "Triton builds unchanged since they were described: 3 build(s)" "$work/recall.log" &&
+    [[ $(json "$work/recall-toolkits.json" 'json.dumps(d["triton"], sort_keys=True)') == \
+       "$(json "$work/toolkits.json" 'json.dumps(d["triton"], sort_keys=True)')" ]]; then
+  ok "a second daemon on the same descriptions directory lists the same three builds without describing them"
+else
+  fail "a second daemon on $descriptions_dir: $(grep -i "triton build" "$work/recall.log" | head -5)"
 fi
 
 # compile_and_compare PYTHON FILE TARGET OPTION... : kjitd against Triton.
@@ -245,6 +264,7 @@ fi
 only_triton_builds "$work/upstream-only.toml" "$upstream"
 kjit cache export -o "$work/triton.bundle" --json >"$work/export.json"
 "$build/bin/kjitd" --socket "$work/other.sock" --cache-dir "$work/other-cache" --compile-workers 1 --log-level warn \
+  --triton-descriptions-dir "$descriptions_dir" \
   --config "$work/upstream-only.toml" --no-triton-prestart >"$work/other.log" 2>&1 &
 other=$!
 for _ in $(seq 600); do "$build/bin/kjit" -s "$work/other.sock" health >/dev/null 2>&1 && break; sleep 0.1; done
@@ -271,6 +291,7 @@ name = "beta"
 token_sha256 = "$(printf %s beta-token | sha256sum | cut -d' ' -f1)"
 TOML
 "$build/bin/kjitd" --socket "$work/tenants.sock" --cache-dir "$work/tenants-cache" --tenants "$work/tenants.toml" \
+  --triton-descriptions-dir "$descriptions_dir" \
   --socket-requires-token --compile-workers 1 --log-level warn --config "$work/upstream-only.toml" \
   --no-triton-prestart >"$work/tenants.log" 2>&1 &
 other=$!

@@ -136,7 +136,9 @@ def main():
     daemon = subprocess.Popen([os.path.join(build, "bin", "kjitd"), "--socket", sock, "--cache-dir",
                                os.path.join(work, "cache"), "--compile-workers", "2", "--compile-cpu-seconds",
                                str(CPU_BOUND_S), "--metrics-port", str(port), "--log-level", "warn",
-                               "--config", config],
+                               "--config", config,
+                               # The build directory's: described by its first daemon, not each one.
+                               "--triton-descriptions-dir", os.path.join(build, "triton-descriptions")],
                               stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, TMPDIR=tmp))
     results = Results()
 

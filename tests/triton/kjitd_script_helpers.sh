@@ -5,6 +5,10 @@
 # and the ok/fail tally. Needs $repo, $build (the build directory) and
 # $work (a scratch directory the script removes).
 daemon=
+# Where the scripts' daemons keep the builds' descriptions: the first daemon
+# of a build directory describes the builds, the next ones find them
+# unchanged (a daemon of its own cache directory would describe them again).
+descriptions_dir=$build/triton-descriptions
 stop_daemon() {
   if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
   daemon=
@@ -18,6 +22,7 @@ start_daemon() {
   local seconds=${2:-60}
   stop_daemon
   "$build/bin/kjitd" --socket "$work/kjitd.sock" --cache-dir "$work/cache" --compile-workers 1 --log-level warn \
+    --triton-descriptions-dir "$descriptions_dir" \
     --config "$1" >"$work/kjitd.log" 2>&1 &
   daemon=$!
   for _ in $(seq $((seconds * 10))); do

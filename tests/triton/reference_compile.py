@@ -5,7 +5,7 @@ kjit Triton compile is compared with byte for byte.
         [--option num_warps=8 ...] --out DIR
 
 Run it in a fresh process. Every TRITON_* variable is removed and the cache
-goes to a new temporary directory, so the compile is Triton's defaults and
+goes to a new directory in DIR (removed after), so the compile is Triton's defaults and
 never a cache hit; it compiles from that (empty) directory, since ptxas 12
 embeds the mtime of files it finds under the names in the line info. Writes DIR/<name>.<cubin|hsaco>, DIR/<name>.json (the
 metadata file exactly as Triton wrote it) and DIR/result.json
@@ -60,7 +60,11 @@ def main():
 
     for name in [k for k in os.environ if k.startswith("TRITON_")]:
         del os.environ[name]
-    cache = tempfile.mkdtemp(prefix="kjit-reference-")
+    # The cache lies in DIR, which the caller removes: a compile that
+    # aborts the process (LLVM's "Cannot select") leaves it behind.
+    args.out = os.path.abspath(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    cache = tempfile.mkdtemp(prefix="triton-cache-", dir=args.out)
     os.environ["TRITON_CACHE_DIR"] = cache
     utlx = sys.modules.get("_utlx_autoregister")  # imported by uTLX's .pth
     if utlx is not None:
@@ -90,8 +94,6 @@ def main():
     # 13 records the size and mtime of each source file a .file directive
     # names when it can find it, relative paths from the working directory.
     args.file = os.path.abspath(args.file)
-    args.out = os.path.abspath(args.out)
-    os.makedirs(args.out, exist_ok=True)
     os.chdir(cache)
     start = time.perf_counter()
     try:

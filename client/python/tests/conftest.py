@@ -17,6 +17,7 @@ import kjit
 
 REPO = Path(__file__).resolve().parents[3]
 KJITD = Path(os.environ.get("KJITD") or REPO / "build" / "bin" / "kjitd")
+DESCRIPTIONS_DIR = KJITD.resolve().parent.parent / "triton-descriptions"
 START_SECONDS = 60
 
 _counter = itertools.count()
@@ -53,9 +54,12 @@ class Daemon:
         # No Triton worker ahead of a Triton request unless asked: each of
         # the suite's daemons would pay seconds of CPU finding the builds and
         # starting one.
+        # The Triton builds' descriptions, kept beside the kjitd binary's
+        # build: the suite's daemons describe the builds once between them
+        # (and not at all when an earlier test run of that build did).
         command = [str(KJITD), "--socket", self.socket, "--listen", self.tcp, "--insecure-listen",
-                   "--cache-dir", str(self.cache_dir)] + ([] if self.triton_prestart else ["--no-triton-prestart"]) + \
-            self.extra_args
+                   "--cache-dir", str(self.cache_dir), "--triton-descriptions-dir", str(DESCRIPTIONS_DIR)] + \
+            ([] if self.triton_prestart else ["--no-triton-prestart"]) + self.extra_args
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         # Started once health says SERVING, which kjitd says only once its

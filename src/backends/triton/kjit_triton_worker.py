@@ -919,6 +919,35 @@ def _read_paths():
     return out
 
 
+def _description_inputs(executables, plugins):
+    """What the description is made of, for a daemon that keeps it across
+    its starts: files (the interpreter, the programs and libraries it
+    names) and trees (every directory this interpreter imports from besides
+    the standard library, whose changes come with the interpreter's own).
+    A file changed, added or removed in any of them means describing the
+    build again."""
+    import sysconfig
+    # Not "platstdlib": in a virtual environment that is the environment's
+    # own lib/pythonX.Y, which holds its site-packages.
+    stdlib = [os.path.realpath(sysconfig.get_paths()["stdlib"]), os.path.realpath(os.path.dirname(os.__file__))]
+
+    def inside(path, roots):
+        return any(path == root or path.startswith(root + os.sep) for root in roots)
+
+    trees = []
+    for entry in [TRITON_DIR] + sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if real and os.path.isdir(real) and not inside(real, stdlib) and real not in trees:
+            trees.append(real)
+    # A tree inside another is walked with it.
+    trees = sorted(t for t in trees if not inside(os.path.dirname(t), [u for u in trees if u != t]))
+    # pyvenv.cfg: which interpreter a virtual environment runs, and whether
+    # it sees the system's packages.
+    named = list(executables) + list(plugins) + [os.path.join(sys.prefix, "pyvenv.cfg")]
+    files = sorted({os.path.realpath(p) for p in named if os.path.exists(p)})
+    return {"files": files, "trees": trees}
+
+
 _description = None
 _cuda_arch_set = None
 _hip_arch_set = None
@@ -954,6 +983,9 @@ def describe():
     except Exception:
         tlx = False
     distribution, version = _distribution()
+    executables = _unique([path for _, path, _, _ in ptxas] + [sys.executable, os.path.realpath(sys.executable)])
+    installed_plugins = _installed_plugins()
+    plugin_libraries = plugins + [lib["path"] for p in installed_plugins for lib in p["libraries"]]
     _description = {
         "ok": True,
         "distribution": distribution,
@@ -971,10 +1003,10 @@ def describe():
         # ptxas is the only program a compile starts (make_cubin, and
         # `ptxas --version` for the backend's hash); AMD links in process.
         # describe also runs this interpreter (the target probe).
-        "executables": _unique([path for _, path, _, _ in ptxas] + [sys.executable, os.path.realpath(sys.executable)]),
+        "executables": executables,
         "read_paths": _read_paths(),
         "plugins": plugins,
-        "installed_plugins": _installed_plugins(),
+        "installed_plugins": installed_plugins,
         "plugin_loader": _plugin_loader(),
         "tlx": tlx,
         # Who brings TLX: the build's own distribution (compiled in), or a
@@ -982,6 +1014,7 @@ def describe():
         # aliases).
         "tlx_provider": _tlx_provider() if tlx else "",
         "stage_timing": HAS_STAGE_HOOK,
+        "inputs": _description_inputs(executables, plugin_libraries),
     }
     _cuda_arch_set = set(cuda_archs)
     _hip_arch_set = set(hip_archs)

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <set>
 
+#include "backends/triton/triton_descriptions.h"
 #include "backends/triton/triton_interpreter.h"
 
 namespace kjit {
@@ -22,7 +24,7 @@ constexpr std::chrono::seconds k_probe_timeout{120};
 // Each asks one question and ends: none outlives the daemon that asked (a
 // daemon stopped during discovery would otherwise leave interpreters
 // importing Triton and compiling probes for half a minute more).
-const TritonInterpreterOptions k_discovery_interpreter{.ends_with_starting_thread = true};
+const TritonInterpreterOptions k_discovery_interpreter{.environment = {}, .ends_with_starting_thread = true};
 
 std::mutex& failures_mutex() {
   static std::mutex mutex;
@@ -94,8 +96,12 @@ Result<TritonBuild> probe_triton_build(const std::string& python, const std::str
   return parse_triton_build(*answer, python);
 }
 
-TritonDiscovery discover_triton_builds(const TritonBuildSearch& search, const std::string& scratch_dir) {
+TritonDiscovery discover_triton_builds(const TritonBuildSearch& search, const std::string& scratch_dir,
+                                       const std::string& descriptions_dir) {
   const std::vector<std::string> candidates = triton_build_candidates(search);
+  if (!descriptions_dir.empty() && !candidates.empty())
+    if (std::optional<std::vector<TritonBuild>> remembered = recall_triton_builds(descriptions_dir, candidates))
+      return TritonDiscovery{std::move(*remembered), {}};
   std::vector<std::future<Result<TritonBuild>>> probes;
   for (size_t i = 0; i < candidates.size(); ++i)
     probes.push_back(std::async(std::launch::async, probe_triton_build, candidates[i],
@@ -115,6 +121,10 @@ TritonDiscovery discover_triton_builds(const TritonBuildSearch& search, const st
   lend_newer_ptxas(found.builds, scratch_dir + "/lend");
   std::error_code ec;
   std::filesystem::remove_all(scratch_dir, ec);
+  // A candidate that did not answer may answer next time: only a discovery
+  // without failures is one to repeat.
+  if (!descriptions_dir.empty() && found.failures.empty() && !found.builds.empty())
+    remember_triton_builds(descriptions_dir, candidates, found.builds);
   return found;
 }
 
@@ -200,8 +210,9 @@ Status check_triton_plugins_load(const TritonBuild& build, const std::string& sc
 
 Result<TritonDiscovery> discover_configured_triton_builds(const TritonBuildSearch& search,
                                                           const std::vector<TritonPluginSetting>& settings,
-                                                          const std::string& scratch_dir) {
-  TritonDiscovery found = discover_triton_builds(search, scratch_dir + "/discovery");
+                                                          const std::string& scratch_dir,
+                                                          const std::string& descriptions_dir) {
+  TritonDiscovery found = discover_triton_builds(search, scratch_dir + "/discovery", descriptions_dir);
   if (Status configured = configure_triton_plugins(found.builds, settings); !configured) return configured.error();
   std::vector<std::future<Status>> checks;
   for (size_t i = 0; i < found.builds.size(); ++i)
@@ -218,9 +229,11 @@ Result<TritonDiscovery> discover_configured_triton_builds(const TritonBuildSearc
   return found;
 }
 
-void discover_triton_builds_on_first_use(TritonBuildSearch search, std::string scratch_dir) {
-  set_triton_builds_source([search = std::move(search), scratch_dir = std::move(scratch_dir)] {
-    TritonDiscovery found = discover_triton_builds(search, scratch_dir);
+void discover_triton_builds_on_first_use(TritonBuildSearch search, std::string scratch_dir,
+                                         std::string descriptions_dir) {
+  set_triton_builds_source([search = std::move(search), scratch_dir = std::move(scratch_dir),
+                            descriptions_dir = std::move(descriptions_dir)] {
+    TritonDiscovery found = discover_triton_builds(search, scratch_dir, descriptions_dir);
     log_discovery(found);
     return std::move(found.builds);
   });

@@ -21,8 +21,12 @@ struct TritonDiscovery {
   std::vector<std::string> failures;  // "python: why", for the log and `kjit toolkits`
 };
 // Probes every candidate at once; builds of the same name count once (the
-// first in search order).
-TritonDiscovery discover_triton_builds(const TritonBuildSearch& search, const std::string& scratch_dir);
+// first in search order). With a `descriptions_dir`, builds unchanged since
+// a discovery there are taken from its record instead, and a discovery in
+// which every candidate answered is recorded there
+// (triton_descriptions.h).
+TritonDiscovery discover_triton_builds(const TritonBuildSearch& search, const std::string& scratch_dir,
+                                       const std::string& descriptions_dir = {});
 
 // A build whose bundled ptxas-blackwell is older than another build's and
 // lacks CUDA architectures the other builds (Triton 3.8's 13.3 and sm_107a)
@@ -46,11 +50,13 @@ Status check_triton_plugins_load(const TritonBuild& build, const std::string& sc
 // when one fails.
 Result<TritonDiscovery> discover_configured_triton_builds(const TritonBuildSearch& search,
                                                           const std::vector<TritonPluginSetting>& settings,
-                                                          const std::string& scratch_dir);
+                                                          const std::string& scratch_dir,
+                                                          const std::string& descriptions_dir = {});
 
 // Makes the first triton_builds() of the process run discover_triton_builds
 // (its callers wait for it), then set_triton_builds.
-void discover_triton_builds_on_first_use(TritonBuildSearch search, std::string scratch_dir);
+void discover_triton_builds_on_first_use(TritonBuildSearch search, std::string scratch_dir,
+                                         std::string descriptions_dir = {});
 // What the last discovery could not use.
 std::vector<std::string> triton_discovery_failures();
 
