@@ -19,7 +19,7 @@ STAGE = @scripts/timed-stage.sh
 # Set under make -n/-q/-t, where `make test` prints no table.
 dry_run = $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS)))$(findstring t,$(firstword -$(MAKEFLAGS)))
 
-.PHONY: all deps configure build run test test-default test-asan test-fuzz test-python test-load test-container test-gpu bench docs-reference format clean
+.PHONY: all deps configure build idle-builds run test test-default test-asan test-fuzz test-python test-load test-container test-gpu bench docs-reference format clean
 
 all: build
 
@@ -47,8 +47,15 @@ run: build
 # make test fails with that make's status).
 test:
 	@[ -n "$$KJIT_STAGE_PARENT" ] || scripts/timed-stage.sh --reset
-	+@status=0; $(MAKE) --no-print-directory test-default test-python test-load test-asan test-fuzz || status=$$?; \
-	  $(if $(dry_run),,scripts/timed-stage.sh --summary;) exit $$status
+	+@status=0; $(MAKE) --no-print-directory build idle-builds test-default test-python test-load test-asan test-fuzz \
+	  || status=$$?; $(if $(dry_run),,scripts/timed-stage.sh --summary;) exit $$status
+
+# The ASan and fuzz builds, started in the background at idle CPU priority
+# once the default build is done (scripts/idle-builds.sh): they take only
+# the CPU the default tests leave idle; test-asan and test-fuzz wait for
+# them and build what is left.
+idle-builds: build build-asan/build.ninja build-fuzz/build.ninja
+	@scripts/idle-builds.sh start $(JOBS)
 
 test-default: build
 	$(STAGE) test-default -- ctest --preset default -j $(TEST_JOBS) -LE 'gpu|load'
@@ -73,7 +80,8 @@ build-asan/build.ninja:
 # allow for it, a shorter load phase, every correctness check, and any
 # sanitizer report in a daemon's log or a non-zero exit on SIGTERM a failure.
 test-asan: deps build-asan/build.ninja
-	$(STAGE) build-asan -- cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests kjit_load_driver
+	$(STAGE) build-asan -- sh -c 'scripts/idle-builds.sh wait build-asan && \
+	  cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests kjit_load_driver'
 	$(STAGE) test-asan -- sh -c 'ctest --preset asan -j $(TEST_JOBS) -L integration && KJIT_LOAD_TESTS=1 ctest --preset asan -L load'
 
 build-fuzz/build.ninja:
@@ -83,7 +91,8 @@ build-fuzz/build.ninja:
 # committed corpus, which holds every crash found so far. Only the targets
 # and what they link are built. `ctest --preset fuzz` replays the corpora alone.
 test-fuzz: deps build-fuzz/build.ninja
-	$(STAGE) build-fuzz -- cmake --build build-fuzz -j $(JOBS) --target kjit_fuzz_targets
+	$(STAGE) build-fuzz -- sh -c 'scripts/idle-builds.sh wait build-fuzz && \
+	  cmake --build build-fuzz -j $(JOBS) --target kjit_fuzz_targets'
 	$(STAGE) test-fuzz -- tests/fuzz/run.sh build-fuzz
 
 # The container image end to end with podman (rootful; installs podman and
