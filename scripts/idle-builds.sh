@@ -47,8 +47,11 @@ case "${1:-}" in
       # Not make's jobserver: ninja runs its own -j.
       unset MAKEFLAGS MFLAGS MAKELEVEL
       export KJIT_STAGE_PARENT=$stage_parent
+      # Failed or interrupted (a Ctrl-C reaches ninja, not this subshell,
+      # which ignores it as a background job): no fuzz build after it; the
+      # foreground stages build, or report, what is left.
       chrt --idle 0 scripts/timed-stage.sh build-asan -- \
-        cmake --build build-asan -j "$jobs" --target "${ASAN_TARGETS[@]}" >build-asan/idle-build.log 2>&1
+        cmake --build build-asan -j "$jobs" --target "${ASAN_TARGETS[@]}" >build-asan/idle-build.log 2>&1 || exit
       exec 8>&-  # build-asan is done: its tests may start
       chrt --idle 0 scripts/timed-stage.sh build-fuzz -- \
         cmake --build build-fuzz -j "$jobs" --target "${FUZZ_TARGETS[@]}" >build-fuzz/idle-build.log 2>&1
