@@ -41,7 +41,10 @@ case "${1:-}" in
     exec 8>"$(lock_of build-asan)" 9>"$(lock_of build-fuzz)"
     # One already running (another make test here) goes on; `wait` waits
     # for it, and the foreground builds what it left.
-    flock -n 8 && flock -n 9 || { echo "idle-builds: a background build already runs here" >&2; exit 0; }
+    if ! flock -n 8 || ! flock -n 9; then
+      echo "idle-builds: a background build already runs here" >&2
+      exit 0
+    fi
     stage_parent="${KJIT_STAGE_PARENT:+$KJIT_STAGE_PARENT > }at idle priority"
     (
       # Not make's jobserver: ninja runs its own -j.
