@@ -8,6 +8,9 @@ JOBS ?= $(shell nproc)
 # at once on 2 cores, 10% with 3, and took 0.82x the time.
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 KJITD_ARGS ?=
+# What the sanitizer and fuzz builds build: only what their tests run.
+ASAN_TARGETS = kjitd kjit kjit_integration_tests kjit_load_driver
+FUZZ_TARGETS = kjit_fuzz_targets
 
 # Each install, configure, build and test group runs as a stage of
 # scripts/timed-stage.sh: a start line and `stage NAME: N s (exit S)` on
@@ -55,7 +58,7 @@ test:
 # the CPU the default tests leave idle; test-asan and test-fuzz wait for
 # them and build what is left.
 idle-builds: build build-asan/build.ninja build-fuzz/build.ninja
-	@scripts/idle-builds.sh start $(JOBS)
+	@scripts/idle-builds.sh start $(JOBS) build-asan "$(ASAN_TARGETS)" build-fuzz "$(FUZZ_TARGETS)"
 
 test-default: build
 	$(STAGE) test-default -- ctest --preset default -j $(TEST_JOBS) -LE 'gpu|load'
@@ -81,7 +84,7 @@ build-asan/build.ninja:
 # sanitizer report in a daemon's log or a non-zero exit on SIGTERM a failure.
 test-asan: deps build-asan/build.ninja
 	$(STAGE) build-asan -- sh -c 'scripts/idle-builds.sh wait build-asan && \
-	  cmake --build build-asan -j $(JOBS) --target kjitd kjit kjit_integration_tests kjit_load_driver'
+	  cmake --build build-asan -j $(JOBS) --target $(ASAN_TARGETS)'
 	$(STAGE) test-asan -- sh -c 'ctest --preset asan -j $(TEST_JOBS) -L integration && KJIT_LOAD_TESTS=1 ctest --preset asan -L load'
 
 build-fuzz/build.ninja:
@@ -92,7 +95,7 @@ build-fuzz/build.ninja:
 # and what they link are built. `ctest --preset fuzz` replays the corpora alone.
 test-fuzz: deps build-fuzz/build.ninja
 	$(STAGE) build-fuzz -- sh -c 'scripts/idle-builds.sh wait build-fuzz && \
-	  cmake --build build-fuzz -j $(JOBS) --target kjit_fuzz_targets'
+	  cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)'
 	$(STAGE) test-fuzz -- tests/fuzz/run.sh build-fuzz
 
 # The container image end to end with podman (rootful; installs podman and
