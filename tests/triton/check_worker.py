@@ -5,8 +5,11 @@
 
 Starts src/backends/triton/kjit_triton_worker.py the way kjitd does
 (`python -I -B -c <script>`, a minimal environment, a private working
-directory) and speaks its framing (4-byte little-endian length + JSON).
-Checks: describe's fields; each corpus kernel (tests/triton/data, and
+directory; the children after the first with the build's description, as
+kjitd starts a job's interpreter) and speaks its framing (4-byte
+little-endian length + JSON).
+Checks: describe's fields; a description of another build refused, the
+build's own taken without probing; each corpus kernel (tests/triton/data, and
 data/tlx where the build has TLX) compiled through one warm child is
 byte-identical (binary) and metadata-equal to reference_compile.py in a fresh
 process; several jobs in one child; bad inputs answered with ok:false, the
@@ -72,12 +75,15 @@ class Results:
 class Worker:
     """One child running the worker script."""
 
-    def __init__(self, python, prelude="", extra_env=None):
+    def __init__(self, python, prelude="", extra_env=None, description=None):
         self.dir = tempfile.mkdtemp(prefix="kjit-triton-worker-")
         os.makedirs(os.path.join(self.dir, "tmp"))
         env = {"PATH": "/usr/bin:/bin", "HOME": self.dir, "TMPDIR": os.path.join(self.dir, "tmp"),
                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
         env.update(extra_env or {})
+        if description is not None:
+            # As kjitd starts a job's interpreter: with the build's description.
+            env["KJIT_TRITON_DESCRIPTION"] = json.dumps(description)
         with open(SCRIPT) as f:
             script = prelude + f.read()
         self.stderr = open(os.path.join(self.dir, "stderr.txt"), "w+b")
@@ -224,7 +230,7 @@ def check_matrix(results, python, worker, d, targets, kernels, jobs, timings):
             except RuntimeError as e:
                 answer = {"ok": False, "code": "crashed", "message": str(e)[:200], "log": ""}
                 worker.close()
-                worker = Worker(python)
+                worker = Worker(python, description=d)
                 worker.ask({"op": "describe"})
             worker_ms = (time.perf_counter() - started) * 1000
             binary, metadata, ref_ms, ref_error = refs[(kernel, target)].result()
@@ -423,7 +429,7 @@ def check_history(results, python, d):
         attention = {"op": "compile", "source": f.read(), "target": parse_target("hip:gfx950"),
                      "options": att_options}
     for order in ("first", "after attention_fwd"):
-        worker = Worker(python)
+        worker = Worker(python, description=d)
         try:
             worker.ask({"op": "describe"})
             if order != "first":
@@ -447,7 +453,7 @@ def check_job_children(results, python, d):
     with open(GOOD_TTIR) as f:
         good_source = f.read()
     good = {"op": "compile", "source": good_source, "target": parse_target("cuda:90"), "options": {"num_warps": 8}}
-    worker = Worker(python)
+    worker = Worker(python, description=d)
     try:
         worker.ask({"op": "describe"})
         # The first job's parent fills its caches (Triton's own hash...):
@@ -559,12 +565,15 @@ def check_plugin_tlx(results, python, worker, d):
 
 
 def check_executables(results, python, d):
-    """One child with an audit hook: every program it starts must be one of
+    """One child with an audit hook, given the build's description as kjitd
+    gives it: it answers describe with that description, probing nothing
+    (no interpreter started), and every program it starts must be one of
     describe's executables."""
     log = tempfile.mktemp(prefix="kjit-exec-log-")
-    worker = Worker(python, prelude=AUDIT_PRELUDE, extra_env={"KJIT_EXEC_LOG": log})
+    worker = Worker(python, prelude=AUDIT_PRELUDE, extra_env={"KJIT_EXEC_LOG": log}, description=d)
     try:
-        worker.ask({"op": "describe"})
+        given = worker.ask({"op": "describe"})
+        results.check(given == d, "a child given the description answers describe with it")
         with open(GOOD_TTIR) as f:
             source = f.read()
         for target in ("cuda:80", "cuda:90", "cuda:100", "hip:gfx942"):
@@ -579,6 +588,11 @@ def check_executables(results, python, d):
         # describe itself runs ptxas --version/--help; compiles run ptxas.
         unexpected = {p for p in started if os.path.realpath(p) not in {os.path.realpath(e) for e in d["executables"]}}
         results.check(not unexpected, "the child starts only describe's executables", str(sorted(unexpected)))
+        # describe's probe is an interpreter of the build (the child's own
+        # python); a compile starts none.
+        interpreters = {os.path.realpath(python), os.path.realpath(os.path.abspath(python))}
+        results.check(not {p for p in started if os.path.realpath(p) in interpreters},
+                      "a child given the description probes no target again (starts no interpreter)", str(sorted(started)))
         print(f"  programs started: {sorted(started)}", flush=True)
     finally:
         worker.close()
@@ -600,10 +614,17 @@ def main():
     kernels = set(args.kernels.split(",")) if args.kernels else None if args.full else set(DEFAULT_KERNELS)
 
     results = Results()
-    worker = Worker(args.python)
+    # The first child is given a description of another build (as a daemon
+    # might hold after an upgrade): it must not take it, and describes itself.
+    other_build = {"ok": True, "distribution": "triton", "version": "0.0.1", "triton_version": "0.0.1",
+                   "python": "0.0", "name": "triton-0.0.1", "options": {}, "cuda_archs": [], "hip_archs": []}
+    worker = Worker(args.python, description=other_build)
     d = worker.ask({"op": "describe"})
     start_s = time.perf_counter() - worker.started
     check_describe(results, d, args.python)
+    results.check("is not of this build" in worker.stderr_text() and d.get("version") != "0.0.1",
+                  "a child given another build's description describes itself, saying why",
+                  worker.stderr_text()[-500:])
     print(f"{d.get('name')}: describe answered {start_s:.2f} s after spawn", flush=True)
     print(json.dumps({k: d.get(k) for k in ("cuda_archs", "hip_archs", "options", "refused_options", "tlx",
                                              "stage_timing")}, indent=None), flush=True)

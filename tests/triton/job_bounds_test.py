@@ -5,7 +5,8 @@
 
 One kjitd with --compile-cpu-seconds 2 and its prestarted Triton worker:
   - the build's interpreter (the warm parent) holds neither the worker's CPU
-    limit nor its memory limit, which the worker itself keeps;
+    limit nor its memory limit, which the worker itself keeps, and took the
+    build's description from kjitd instead of probing every target again;
   - a stream of Triton compiles whose CPU adds up to several times the bound
     all compile, through the one interpreter (its reaped children's CPU);
   - a kernel that needs several times the bound is refused RESOURCE_EXHAUSTED
@@ -182,8 +183,13 @@ def main():
         results.check(soft_limit(worker, "Max address space") != "unlimited", "its worker keeps its memory bound",
                       soft_limit(worker, "Max address space"))
 
-        # A stream adding up to several times the per-job CPU bound.
+        # Warm, and no target probed: kjitd hands the interpreter the build's
+        # description, and describing again would compile a probe for every
+        # target in child processes, seconds of their CPU.
         before = children_cpu(interpreter)
+        results.check(before < 0.5, "the warm interpreter took kjitd's description of its build and probed nothing",
+                      f"its children used {before:.2f} s of CPU before the first job")
+        # A stream adding up to several times the per-job CPU bound.
         stream = [(k, t, w) for k in ("matmul", "matmul_persistent") for t in ("cuda:80", "cuda:90", "cuda:100")
                   for w in (4, 8)]
         failed = []

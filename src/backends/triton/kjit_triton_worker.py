@@ -51,6 +51,11 @@ _ENV_NAMES = ("USE_IR_LOC", "USE_PTX_LOC", "DISABLE_LLVM_OPT", "DISABLE_PTXAS_OP
 for _name in list(os.environ):
     if _name.startswith(_ENV_PREFIXES) or _name in _ENV_NAMES:
         del os.environ[_name]
+# The description the daemon holds of this build (this script's answer to
+# "describe", kept across the daemon's starts), taken instead of describing
+# again once it is seen to be this build's: see describe(). Read before any
+# job's child or tool is started, which must not carry it.
+_GIVEN_DESCRIPTION = os.environ.pop("KJIT_TRITON_DESCRIPTION", "")
 WORK_DIR = os.getcwd()
 for _var, _sub in (("TRITON_HOME", "triton-home"), ("TRITON_CACHE_DIR", "triton-cache"),
                    ("TRITON_DUMP_DIR", "triton-dump"), ("TRITON_OVERRIDE_DIR", "triton-override")):
@@ -953,9 +958,48 @@ _cuda_arch_set = None
 _hip_arch_set = None
 
 
+def _given_description():
+    """The description the daemon gave (KJIT_TRITON_DESCRIPTION) when it is
+    this build's: the same distribution and version, Triton and Python; else
+    None, and the build describes itself. The daemon's own addition (another
+    build's ptxas lent for some targets, which each such request names) is
+    taken off: the description is the build's as it describes itself."""
+    if not _GIVEN_DESCRIPTION:
+        return None
+    try:
+        given = json.loads(_GIVEN_DESCRIPTION)
+    except ValueError:
+        given = None
+    if not isinstance(given, dict) or given.get("ok") is not True:
+        sys.stderr.write("kjit Triton worker: the description given is not one; describing this build\n")
+        return None
+    distribution, version = _distribution()
+    ours = {"distribution": distribution, "version": version, "triton_version": triton.__version__,
+            "python": sys.version.split()[0]}
+    differing = [f"{k} {given.get(k)!r} here {v!r}" for k, v in ours.items() if given.get(k) != v]
+    if differing or not all(k in given for k in ("name", "options", "cuda_archs", "hip_archs")):
+        sys.stderr.write(f"kjit Triton worker: the description given is not of this build "
+                         f"({'; '.join(differing) or 'fields missing'}); describing it\n")
+        return None
+    lent = given.pop("borrowed_ptxas", None)
+    if isinstance(lent, dict):
+        given["cuda_archs"] = [a for a in given["cuda_archs"] if a not in lent.get("cuda_archs", [])]
+        given["executables"] = [p for p in given.get("executables", []) if p != lent.get("path")]
+    return given
+
+
 def describe():
+    """What this build is and builds. Probing which targets compile takes
+    seconds of CPU, so an interpreter the daemon starts for jobs takes the
+    description the daemon holds instead (_given_description)."""
     global _description, _cuda_arch_set, _hip_arch_set
     if _description is not None:
+        return _description
+    given = _given_description()
+    if given is not None:
+        _description = given
+        _cuda_arch_set = set(given["cuda_archs"])
+        _hip_arch_set = set(given["hip_archs"])
         return _description
     modules = _backend_modules()
     ptxas = _ptxas_programs() if "cuda" in modules else []

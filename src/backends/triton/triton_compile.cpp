@@ -165,7 +165,9 @@ Result<json> ask_interpreter(const TritonBuild& build, json question, const Targ
   if (!child || !child->alive()) {
     Result<std::unique_ptr<TritonInterpreter>> started =
         TritonInterpreter::start(build.python, home_directory() + "/" + build.name,
-                                 {.warm_at_idle = warm_up, .environment = build.interpreter_environment()});
+                                 {.warm_at_idle = warm_up,
+                                  .environment = build.interpreter_environment(),
+                                  .description = build.description});
     if (!started) return started.error();
     child = std::move(started.value());
   }

@@ -51,7 +51,9 @@ const TritonPtxas* blackwell_ptxas(const TritonBuild& build) {
 // ptxas-blackwell; nothing when it cannot say.
 std::vector<uint32_t> archs_built_with(const TritonBuild& build, const std::vector<uint32_t>& archs,
                                        const std::string& ptxas, const std::string& scratch_dir) {
-  Result<std::unique_ptr<TritonInterpreter>> child = TritonInterpreter::start(build.python, scratch_dir, k_discovery_interpreter);
+  TritonInterpreterOptions options = k_discovery_interpreter;
+  options.description = build.description;  // described already: only the lent ptxas is probed
+  Result<std::unique_ptr<TritonInterpreter>> child = TritonInterpreter::start(build.python, scratch_dir, options);
   if (!child) return {};
   nlohmann::json targets = nlohmann::json::array();
   for (uint32_t sm : archs) targets.push_back("cuda:" + std::to_string(sm));
@@ -187,7 +189,9 @@ Status check_triton_plugins_load(const TritonBuild& build, const std::string& sc
   const std::string what = names.empty() ? "its configured plugins' settings" : names;
   Result<std::unique_ptr<TritonInterpreter>> child =
       TritonInterpreter::start(build.python, scratch_dir,
-                               {.environment = build.interpreter_environment(), .ends_with_starting_thread = true});
+                               {.environment = build.interpreter_environment(),
+                                .ends_with_starting_thread = true,
+                                .description = build.description});
   if (!child) return child.error();
   nlohmann::json ask = {{"op", "check_plugins"}, {"plugins", build.job_plugin_libraries()}};
   Result<std::string> answer = (*child)->ask(ask.dump(), k_probe_timeout);

@@ -19,6 +19,8 @@ namespace {
 // An answer larger than this is not one the script writes (a cubin of a few
 // MiB, its IR files): the child is broken.
 constexpr uint32_t k_max_answer_bytes = 512u << 20;
+// Below the kernel's bound on one environment string (128 KiB).
+constexpr size_t k_max_description_bytes = 120u << 10;
 
 Error internal(std::string message) { return make_error(ErrorCode::internal, std::move(message)); }
 
@@ -69,6 +71,10 @@ Result<std::unique_ptr<TritonInterpreter>> TritonInterpreter::start(const std::s
   std::vector<std::string> env{"PATH=/usr/bin:/bin", "HOME=" + working_dir, "TMPDIR=" + working_dir + "/tmp",
                                "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"};
   if (options.warm_at_idle) env.push_back("KJIT_TRITON_WARM_AT_IDLE=1");
+  // One variable holds at most 128 KiB (MAX_ARG_STRLEN); a description is a
+  // few. One past the bound is left out: the interpreter describes itself.
+  if (!options.description.empty() && options.description.size() < k_max_description_bytes)
+    env.push_back("KJIT_TRITON_DESCRIPTION=" + options.description);
   env.insert(env.end(), options.environment.begin(), options.environment.end());
   std::vector<char*> argv, envp;
   for (std::string& a : args) argv.push_back(a.data());

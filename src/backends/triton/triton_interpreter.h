@@ -34,6 +34,11 @@ struct TritonInterpreterOptions {
   // Never for an interpreter kept for later jobs, whose starting thread may
   // end first.
   bool ends_with_starting_thread = false;
+  // The build's description as the daemon holds it (JSON): the interpreter
+  // takes it instead of describing itself again, which compiles a probe for
+  // every candidate target (seconds of CPU at each start), once it sees it
+  // is its own build's. Empty for the interpreters that describe a build.
+  std::string description;
 };
 
 class TritonInterpreter {

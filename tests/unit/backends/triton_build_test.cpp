@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "backends/triton/triton_build.h"
@@ -273,6 +274,34 @@ while True:
   Result<std::string> second = (*child)->ask(R"({"op": "compile"})", std::chrono::seconds(30));
   ASSERT_TRUE(second) << second.error().message;
   EXPECT_NE(second->find(R"("n": 2)"), std::string::npos) << "a second question started a second child";
+  fs::remove(python);
+  fs::remove_all(dir);
+}
+
+TEST(TritonInterpreter, TheBuildsDescriptionReachesTheChildUnlessItIsTooLargeForOneVariable) {
+  const std::string python = fake_interpreter("description", R"(
+head = sys.stdin.buffer.read(4)
+sys.stdin.buffer.read(struct.unpack("<I", head)[0])
+answer = json.dumps({"ok": True, "given": os.environ.get("KJIT_TRITON_DESCRIPTION")}).encode()
+sys.stdout.buffer.write(struct.pack("<I", len(answer)) + answer)
+sys.stdout.buffer.flush()
+)");
+  const std::string dir = (fs::temp_directory_path() / ("kjit-interp3-" + std::to_string(::getpid()))).string();
+  const std::string description = R"({"ok": true, "name": "triton-3.9.0", "cuda_archs": [90]})";
+  auto child = TritonInterpreter::start(python, dir, {.description = description});
+  ASSERT_TRUE(child) << child.error().message;
+  Result<std::string> answer = (*child)->ask(R"({"op": "describe"})", std::chrono::seconds(30));
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(nlohmann::json::parse(*answer).value("given", std::string()), description);
+
+  // Past what one variable may hold, the child starts all the same and
+  // describes itself.
+  const std::string huge = R"({"ok": true, "pad": ")" + std::string(200 << 10, 'x') + R"("})";
+  auto without = TritonInterpreter::start(python, dir, {.description = huge});
+  ASSERT_TRUE(without) << without.error().message;
+  Result<std::string> second = (*without)->ask(R"({"op": "describe"})", std::chrono::seconds(30));
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_TRUE(nlohmann::json::parse(*second)["given"].is_null()) << second->substr(0, 200);
   fs::remove(python);
   fs::remove_all(dir);
 }
