@@ -94,6 +94,8 @@ class SanitizerEnvironmentTest(unittest.TestCase):
     def test_the_quarantine_is_read_from_the_options(self):
         self.assertEqual(run.quarantine_bytes({}), 256 * run.MiB)
         self.assertEqual(run.quarantine_bytes({"ASAN_OPTIONS": "quarantine_size_mb=64:detect_leaks=1"}), 64 * run.MiB)
+        # What a full one holds: chunk overhead (x1.5) and shadow (x9/8).
+        self.assertEqual(run.quarantine_allowance({"ASAN_OPTIONS": "quarantine_size_mb=64"}), 108 * run.MiB)
 
     def test_an_asan_build_is_told_by_its_runtime_symbol(self):
         with tempfile.NamedTemporaryFile() as f:
