@@ -21,8 +21,19 @@ before compiling. --env NAME=VALUE sets a plugin's variable before Triton
 and its plugins are imported (as kjit's [[triton.plugin]] environment does);
 --plugin-hook-off then drops the plugin package's stages hook (as a request's
 triton_plugins_off does).
+
+--reuse DIR (or $KJIT_TRITON_REFERENCES): the test scripts that compare with
+the same references (daemon-tests.sh, check_worker.py) share them there.
+The first process to need one compiles it, as above, and keeps what it
+wrote under a key of everything the compile depends on (the file's bytes,
+target, options, variables, this script, the interpreter, and the size and
+mtime of every file of the build's Triton and plugin packages); another one
+that needs it waits for it (a lock per key) and copies it. A compile that
+killed its process is kept by nobody.
 """
 import argparse
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -48,6 +59,42 @@ def parse_value(text):
         return text
 
 
+def build_fingerprint():
+    """This interpreter's Triton, without importing it: the interpreter, and
+    the size and mtime of every file of the packages a compile imports
+    (bytecode caches aside, which a first import may write)."""
+    import importlib.util
+    digest = hashlib.sha256(f"{os.path.realpath(sys.executable)} {sys.version}".encode())
+    for package in ("triton", "utlx_plugin"):
+        spec = importlib.util.find_spec(package)
+        for top in (spec.submodule_search_locations or []) if spec else []:
+            for root, dirs, files in os.walk(top):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    st = os.stat(os.path.join(root, name))
+                    digest.update(f"{os.path.relpath(os.path.join(root, name), top)} {st.st_size} "
+                                  f"{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def reuse_key(args, options):
+    with open(args.file, "rb") as f:
+        source = hashlib.sha256(f.read()).hexdigest()
+    with open(os.path.abspath(__file__), "rb") as f:
+        script = hashlib.sha256(f.read()).hexdigest()
+    what = {"file": os.path.realpath(args.file), "source": source, "target": args.target, "options": options,
+            "env": args.env, "plugin_hook_off": args.plugin_hook_off, "script": script, "build": build_fingerprint()}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def parse_options(items):
+    options = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        options[name] = parse_value(value)
+    return options
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("file")
@@ -56,14 +103,38 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE, a plugin's variable")
     parser.add_argument("--plugin-hook-off", action="store_true", help="no plugin package's stages hook")
+    parser.add_argument("--reuse", default=os.environ.get("KJIT_TRITON_REFERENCES", ""),
+                        help="a directory of references shared by the processes that compare with them")
     args = parser.parse_args()
+    args.out = os.path.abspath(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    if not args.reuse:
+        return compile_reference(args)
+    os.makedirs(args.reuse, exist_ok=True)
+    kept = os.path.join(args.reuse, reuse_key(args, parse_options(args.option)))
+    with open(kept + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process compiling the same one: wait for it
+        if os.path.isdir(kept):
+            for name in os.listdir(kept):
+                shutil.copyfile(os.path.join(kept, name), os.path.join(args.out, name))
+            print(f"reference_compile: reused the reference an earlier process compiled ({kept})")
+            return 1 if os.path.exists(os.path.join(kept, "error.txt")) else 0
+        status = compile_reference(args)
+        written = [n for n in os.listdir(args.out) if not n.startswith("triton-cache-")]
+        if "result.json" in written or "error.txt" in written:
+            shutil.rmtree(kept + ".new", ignore_errors=True)
+            os.makedirs(kept + ".new")
+            for name in written:
+                shutil.copyfile(os.path.join(args.out, name), os.path.join(kept + ".new", name))
+            os.rename(kept + ".new", kept)
+        return status
 
+
+def compile_reference(args):
     for name in [k for k in os.environ if k.startswith("TRITON_")]:
         del os.environ[name]
     # The cache lies in DIR, which the caller removes: a compile that
     # aborts the process (LLVM's "Cannot select") leaves it behind.
-    args.out = os.path.abspath(args.out)
-    os.makedirs(args.out, exist_ok=True)
     cache = tempfile.mkdtemp(prefix="triton-cache-", dir=args.out)
     os.environ["TRITON_CACHE_DIR"] = cache
     utlx = sys.modules.get("_utlx_autoregister")  # imported by uTLX's .pth
@@ -85,10 +156,7 @@ def main():
 
     backend, arch = args.target.split(":", 1)
     target = GPUTarget(backend, int(arch) if backend == "cuda" else arch, 32 if backend == "cuda" else 64)
-    options = {}
-    for item in args.option:
-        name, _, value = item.partition("=")
-        options[name] = parse_value(value)
+    options = parse_options(args.option)
 
     # Compile from an empty directory, as kjit's worker does: ptxas before
     # 13 records the size and mtime of each source file a .file directive
