@@ -59,6 +59,10 @@ def parse_value(text):
         return text
 
 
+# How long a process waits for another one compiling the same reference.
+REUSE_WAIT_SECONDS = 600
+
+
 def build_fingerprint():
     """This interpreter's Triton, without importing it: the interpreter, and
     the size and mtime of every file of the packages a compile imports
@@ -113,7 +117,18 @@ def main():
     os.makedirs(args.reuse, exist_ok=True)
     kept = os.path.join(args.reuse, reuse_key(args, parse_options(args.option)))
     with open(kept + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process compiling the same one: wait for it
+        # Another process compiling the same one: wait for it, within a bound
+        # (past it, compile here without sharing).
+        deadline = time.monotonic() + REUSE_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    print(f"reference_compile: {kept} still locked after {REUSE_WAIT_SECONDS} s; compiling here")
+                    return compile_reference(args)
+                time.sleep(0.1)
         if os.path.isdir(kept):
             for name in os.listdir(kept):
                 shutil.copyfile(os.path.join(kept, name), os.path.join(args.out, name))
