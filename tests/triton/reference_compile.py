@@ -91,6 +91,11 @@ def reuse_key(args, options):
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
+def copy_files(source, destination, names):
+    for name in names:
+        shutil.copyfile(os.path.join(source, name), os.path.join(destination, name))
+
+
 def parse_options(items):
     options = {}
     for item in items:
@@ -130,8 +135,7 @@ def main():
                     return compile_reference(args)
                 time.sleep(0.1)
         if os.path.isdir(kept):
-            for name in os.listdir(kept):
-                shutil.copyfile(os.path.join(kept, name), os.path.join(args.out, name))
+            copy_files(kept, args.out, os.listdir(kept))
             print(f"reference_compile: reused the reference an earlier process compiled ({kept})")
             return 1 if os.path.exists(os.path.join(kept, "error.txt")) else 0
         status = compile_reference(args)
@@ -139,8 +143,7 @@ def main():
         if "result.json" in written or "error.txt" in written:
             shutil.rmtree(kept + ".new", ignore_errors=True)
             os.makedirs(kept + ".new")
-            for name in written:
-                shutil.copyfile(os.path.join(args.out, name), os.path.join(kept + ".new", name))
+            copy_files(args.out, kept + ".new", written)
             os.rename(kept + ".new", kept)
         return status
 
